@@ -1,0 +1,27 @@
+# The two quick-start commands: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/lakeseek demo
+
+test: $(VENV)/.installed
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/python -m pytest -q
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/needle.py
+
+clean:
+	rm -rf $(VENV) lakeseek-demo benchmarks/data .pytest_cache .hypothesis

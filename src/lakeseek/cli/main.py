@@ -1,0 +1,249 @@
+"""The ``lakeseek`` command."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import datetime as dt
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import click
+import pyarrow as pa
+from rich.console import Console
+from rich.table import Table
+
+from lakeseek.exceptions import LakeseekError
+from lakeseek.index import Index, open_index
+
+stdout = Console(highlight=False, soft_wrap=True)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def run() -> None:
+    """Entry point: one-line errors and a non-zero exit instead of tracebacks."""
+    try:
+        main(standalone_mode=False)
+    except click.exceptions.Abort:
+        stderr.print("lakeseek: aborted")
+        sys.exit(130)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except (LakeseekError, OSError) as error:
+        _fail(error)
+    except KeyboardInterrupt:
+        stderr.print("lakeseek: interrupted")
+        sys.exit(130)
+
+
+def _fail(error: BaseException) -> None:
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if isinstance(error, FileNotFoundError) and error.filename and str(error.filename) not in message:
+        message = f"{message}: {error.filename}"
+    stderr.print(f"lakeseek: error: {message}", markup=False)
+    sys.exit(1)
+
+
+def _handled(command: Callable[..., None]) -> Callable[..., None]:
+    """Keep errors one line when commands are invoked through click's own runner (tests)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except (LakeseekError, OSError) as error:
+            _fail(error)
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="lakeseek")
+@click.option("-v", "--verbose", is_flag=True, help="Log what lakeseek does (to stderr).")
+def main(verbose: bool) -> None:
+    """Find rows in Parquet data lakes through an index stored in the lake."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(name)s: %(message)s")
+
+
+_index_option = click.option("--index", "index_dir", default=None, help="Index directory (default: SOURCE/_lakeseek).")
+_where_option = click.option("--where", "where", required=True, help="SQL predicate, e.g. \"id = 42 OR name = 'x'\".")
+
+
+@main.command()
+@click.argument("source")
+@click.option("--columns", required=True, help="Comma-separated columns to index.")
+@_index_option
+@click.option("--chunk-rows", type=click.IntRange(min=1), default=None, help="Index entries per chunk.")
+@_handled
+def create(source: str, columns: str, index_dir: str | None, chunk_rows: int | None) -> None:
+    """Build an index of COLUMNS over the Parquet lake at SOURCE (runs Spark)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    import lakeseek
+
+    options = {} if chunk_rows is None else {"chunk_rows": chunk_rows}
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stderr
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=None)
+            bar.update(tasks[label], completed=done, total=max(total, 1))
+
+        bar.add_task("starting Spark", total=None)
+        index = lakeseek.create_index(source, columns, index_dir, progress=progress, **options)
+    status = index.status()
+    summary = ", ".join(f"{c.name} ({c.entries:,} entries, {_size(c.bytes)})" for c in status.columns)
+    stdout.print(f"indexed {status.indexed_files:,} files of {index.source}: {summary}", markup=False)
+
+
+@main.command()
+@click.argument("source")
+@_where_option
+@click.option("--columns", default=None, help="Comma-separated columns to output (default: all).")
+@click.option("--format", "output", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@_index_option
+@_handled
+def query(source: str, where: str, columns: str | None, output: str, index_dir: str | None) -> None:
+    """Print the rows of SOURCE matching --where, reading only the files the index points at."""
+    index = open_index(source, index_dir)
+    selected = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    table = index.read(where, selected)
+    _note_staleness(index)
+    if output == "csv":
+        _write_csv(table)
+    elif output == "json":
+        for row in table.to_pylist():
+            sys.stdout.write(json.dumps({k: _json_value(v) for k, v in row.items()}, ensure_ascii=False) + "\n")
+    else:
+        _print_table(table)
+
+
+@main.command()
+@click.argument("source")
+@_where_option
+@_index_option
+@_handled
+def files(source: str, where: str, index_dir: str | None) -> None:
+    """Print the data files that may hold rows matching --where, one per line."""
+    index = open_index(source, index_dir)
+    for path in index.files(where):
+        sys.stdout.write(path + "\n")
+    _note_staleness(index)
+
+
+@main.command()
+@click.argument("source")
+@_index_option
+@click.option("--format", "output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_handled
+def status(source: str, index_dir: str | None, output: str) -> None:
+    """Show the index of SOURCE: columns, files covered, and what changed in the lake since."""
+    state = open_index(source, index_dir).status()
+    if output == "json":
+        sys.stdout.write(json.dumps(_status_json(state), indent=2) + "\n")
+        return
+    created = dt.datetime.fromtimestamp(state.created_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    stdout.print(f"lake      {state.source}", markup=False)
+    stdout.print(f"index     {state.index} (version {state.version}, built {created})", markup=False)
+    stdout.print(
+        f"size      {_size(state.index_bytes)} ({_percent(state.index_bytes, state.lake_bytes_indexed)} "
+        f"of the {_size(state.lake_bytes_indexed)} indexed)",
+        markup=False,
+    )
+    columns = Table("column", "type", "entries", "index files", "size", box=None, pad_edge=False)
+    for c in state.columns:
+        columns.add_row(c.name, c.type, f"{c.entries:,}", str(c.index_files), _size(c.bytes))
+    stdout.print(columns)
+    fresh = not (state.new_files or state.changed_files or state.removed_files)
+    stdout.print(
+        f"files     {state.indexed_files:,} indexed, {state.lake_files:,} in the lake now: "
+        f"{len(state.new_files):,} new, {len(state.changed_files):,} changed, {len(state.removed_files):,} removed"
+        + ("" if fresh else " (queries read new and changed files without the index)"),
+        markup=False,
+    )
+
+
+@main.command()
+@click.option("--dir", "directory", default="lakeseek-demo", show_default=True, help="Where the sample lake goes.")
+@click.option("--rows", type=click.IntRange(min=1000), default=3_000_000, show_default=True)
+@click.option("--files", "file_count", type=click.IntRange(min=1), default=300, show_default=True)
+@_handled
+def demo(directory: str, rows: int, file_count: int) -> None:
+    """Generate a sample lake, index it with local Spark, and time needle queries with and without the index."""
+    from lakeseek.demo import run_demo
+
+    run_demo(directory, rows, file_count, stdout, stderr)
+
+
+def _note_staleness(index: Index) -> None:
+    plan = index.last_plan
+    if plan is not None and (plan.unindexed_files or plan.removed_files):
+        stderr.print(
+            f"note: the index is stale: {plan.unindexed_files} new or changed files were read without it, "
+            f"{plan.removed_files} removed files skipped (see `lakeseek status`)",
+            markup=False,
+        )
+
+
+def _write_csv(table: pa.Table) -> None:
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(table.column_names)
+    for row in table.to_pylist():
+        writer.writerow(["" if v is None else _text(v) for v in row.values()])
+
+
+def _print_table(table: pa.Table) -> None:
+    view = Table(*table.column_names, box=None, pad_edge=False)
+    for row in table.to_pylist():
+        view.add_row(*["NULL" if v is None else _text(v) for v in row.values()])
+    stdout.print(view)
+    stderr.print(f"{table.num_rows:,} row{'s' if table.num_rows != 1 else ''}")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def _json_value(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    return _text(value)
+
+
+def _status_json(state: Any) -> dict:
+    from dataclasses import asdict
+
+    return asdict(state)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f} %" if whole else "n/a"

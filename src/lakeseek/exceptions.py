@@ -1,0 +1,64 @@
+"""Every error lakeseek raises on purpose derives from :class:`LakeseekError`.
+
+The CLI turns these into one-line messages; storage failures that are not about the
+index (a missing lake, a permission problem) stay builtins (``FileNotFoundError``,
+``PermissionError``) and are reported the same way.
+"""
+
+from __future__ import annotations
+
+
+class LakeseekError(Exception):
+    """Base class of lakeseek's errors."""
+
+
+class LakeNotFoundError(LakeseekError, FileNotFoundError):
+    """The source path does not exist or holds no data files."""
+
+
+class IndexNotFoundError(LakeseekError, FileNotFoundError):
+    """No committed index at the given location."""
+
+
+class IndexAlreadyExistsError(LakeseekError):
+    """``create`` found an index already committed at the location."""
+
+
+class CommitFailedError(LakeseekError):
+    """Another writer committed the same log version first."""
+
+
+class IndexCorruptError(LakeseekError):
+    """An index or log file is truncated, garbled or missing."""
+
+
+class IndexFormatError(LakeseekError):
+    """The index was written by an unknown (newer) format version."""
+
+
+class UnsupportedColumnError(LakeseekError):
+    """A column cannot be indexed (unknown name or unsupported type)."""
+
+
+class PredicateError(LakeseekError):
+    """A ``where`` predicate cannot be used."""
+
+
+class PredicateParseError(PredicateError):
+    """The predicate is not valid SQL."""
+
+
+class UnsupportedPredicateError(PredicateError):
+    """The predicate is valid SQL but uses a construct lakeseek does not evaluate."""
+
+
+class UnknownColumnError(PredicateError):
+    """The predicate names a column the lake does not have."""
+
+
+class PredicateTypeError(PredicateError):
+    """A literal does not fit the type of the column it is compared with."""
+
+
+class SparkJobError(LakeseekError):
+    """A Spark job run by lakeseek failed."""

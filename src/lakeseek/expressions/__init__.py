@@ -1,0 +1,103 @@
+"""Predicates as lakeseek's own small expression tree.
+
+``sql.parse_where`` builds these from SQL text; ``binding.bind`` resolves column names
+and coerces literals to the columns' types; ``arrow.to_arrow`` turns a bound predicate
+into a pyarrow filter, and the planner asks the index for candidate files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class Predicate:
+    """A boolean expression over one row."""
+
+    def columns(self) -> set[str]:
+        return set()
+
+
+@dataclass(frozen=True)
+class Constant(Predicate):
+    """TRUE, FALSE, or NULL (unknown: a comparison with NULL)."""
+
+    value: bool | None
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A SQL literal: ``kind`` is how it was written (int, decimal, float, string, hex,
+    bool, date, timestamp, null); ``value`` its Python value."""
+
+    kind: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Comparison(Predicate):
+    """``column <op> literal`` with op one of = <> < <= > >=."""
+
+    op: str
+    column: str
+    literal: Literal
+
+    def columns(self) -> set[str]:
+        return {self.column}
+
+
+@dataclass(frozen=True)
+class In(Predicate):
+    column: str
+    literals: tuple[Literal, ...]
+
+    def columns(self) -> set[str]:
+        return {self.column}
+
+
+@dataclass(frozen=True)
+class IsNull(Predicate):
+    column: str
+
+    def columns(self) -> set[str]:
+        return {self.column}
+
+
+@dataclass(frozen=True)
+class Like(Predicate):
+    column: str
+    pattern: str
+
+    def columns(self) -> set[str]:
+        return {self.column}
+
+
+@dataclass(frozen=True)
+class Not(Predicate):
+    operand: Predicate
+
+    def columns(self) -> set[str]:
+        return self.operand.columns()
+
+
+@dataclass(frozen=True)
+class And(Predicate):
+    left: Predicate
+    right: Predicate
+
+    def columns(self) -> set[str]:
+        return self.left.columns() | self.right.columns()
+
+
+@dataclass(frozen=True)
+class Or(Predicate):
+    left: Predicate
+    right: Predicate
+
+    def columns(self) -> set[str]:
+        return self.left.columns() | self.right.columns()
+
+
+FLIPPED = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+__all__ = ["FLIPPED", "And", "Comparison", "Constant", "In", "IsNull", "Like", "Literal", "Not", "Or", "Predicate"]

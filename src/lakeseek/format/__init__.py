@@ -1,0 +1,1 @@
+"""The on-storage index format: index files, lineage manifests and roots. No Spark here."""

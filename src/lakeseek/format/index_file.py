@@ -1,0 +1,240 @@
+"""Index files (the paper's Table 3) as Parquet.
+
+An index file holds ``(key, file_id)`` rows sorted by key, for one disjoint key range of
+one column. Each Parquet row group is a chunk; a chunk never splits the entries of one
+key, so a value lives in exactly one chunk. The footer's key-value metadata carries
+every chunk's ``[min, max]``, so once the footer is read the one chunk to read is known.
+``file_id`` points into the lineage (the list of indexed data files).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakeseek.exceptions import IndexCorruptError
+from lakeseek.format import values
+from lakeseek.format.values import KeyValue, sort_key
+from lakeseek.io import Storage
+
+KEY = "key"
+FILE_ID = "file_id"
+CHUNKS_METADATA = b"lakeseek.chunks"
+DEFAULT_CHUNK_ROWS = 32_768
+
+
+def entry_schema(key_type: pa.DataType) -> pa.Schema:
+    return pa.schema([pa.field(KEY, key_type), pa.field(FILE_ID, pa.int32(), nullable=False)])
+
+
+@dataclass(frozen=True)
+class IndexFileInfo:
+    """What the root keeps of an index file: enough to read its footer in one exact read."""
+
+    path: str
+    min: KeyValue
+    max: KeyValue
+    entries: int
+    chunks: int
+    size: int
+    footer_offset: int
+    footer_length: int
+    footer_crc32: int
+
+    def to_json(self, key_type: pa.DataType) -> dict:
+        return {
+            "path": self.path,
+            "min": values.encode(self.min, key_type),
+            "max": values.encode(self.max, key_type),
+            "entries": self.entries,
+            "chunks": self.chunks,
+            "size": self.size,
+            "footer_offset": self.footer_offset,
+            "footer_length": self.footer_length,
+            "footer_crc32": self.footer_crc32,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict, key_type: pa.DataType) -> IndexFileInfo:
+        return cls(
+            path=raw["path"],
+            min=values.decode(raw["min"], key_type),
+            max=values.decode(raw["max"], key_type),
+            entries=int(raw["entries"]),
+            chunks=int(raw["chunks"]),
+            size=int(raw["size"]),
+            footer_offset=int(raw["footer_offset"]),
+            footer_length=int(raw["footer_length"]),
+            footer_crc32=int(raw["footer_crc32"]),
+        )
+
+
+# -- writing -----------------------------------------------------------------------------
+def write_index_file(
+    batches: Iterable[pa.RecordBatch], key_type: pa.DataType, chunk_rows: int = DEFAULT_CHUNK_ROWS
+) -> tuple[bytes, dict] | None:
+    """Encode sorted ``(key, file_id)`` batches as one index file.
+
+    Duplicate entries are dropped. Returns the file's bytes and its root entry
+    (without ``path``), or None when there were no entries.
+    """
+    schema = entry_schema(key_type)
+    sink = pa.BufferOutputStream()
+    writer: pq.ParquetWriter | None = None
+    chunk_ranges: list[list] = []
+    entries = 0
+    first: KeyValue = None
+    last: KeyValue = None
+    for chunk in _chunks(_deduplicated(batches, schema), chunk_rows):
+        if writer is None:
+            writer = pq.ParquetWriter(sink, schema, **_writer_options(key_type))
+            first = chunk.column(KEY)[0].as_py()
+        last = chunk.column(KEY)[-1].as_py()
+        chunk_ranges.append([values.encode(chunk.column(KEY)[0].as_py(), key_type), values.encode(last, key_type)])
+        writer.write_table(chunk, row_group_size=chunk.num_rows)
+        entries += chunk.num_rows
+    if writer is None:
+        return None
+    writer.add_key_value_metadata({CHUNKS_METADATA: json.dumps(chunk_ranges)})
+    writer.close()
+    data = sink.getvalue().to_pybytes()
+    footer_length = int.from_bytes(data[-8:-4], "little")
+    footer_offset = len(data) - 8 - footer_length
+    info = {
+        "min": values.encode(first, key_type),
+        "max": values.encode(last, key_type),
+        "entries": entries,
+        "chunks": len(chunk_ranges),
+        "size": len(data),
+        "footer_offset": footer_offset,
+        "footer_length": footer_length,
+        "footer_crc32": zlib.crc32(data[footer_offset:]),
+    }
+    return data, info
+
+
+def _writer_options(key_type: pa.DataType) -> dict:
+    delta_encoding = None
+    if pa.types.is_integer(key_type) or pa.types.is_date(key_type) or pa.types.is_timestamp(key_type):
+        delta_encoding = "DELTA_BINARY_PACKED"  # sorted keys: deltas are small
+    elif pa.types.is_string(key_type) or pa.types.is_binary(key_type):
+        delta_encoding = "DELTA_BYTE_ARRAY"  # sorted keys share prefixes
+    return {
+        "compression": "zstd",
+        "use_dictionary": [FILE_ID] if delta_encoding else [KEY, FILE_ID],
+        "column_encoding": {KEY: delta_encoding} if delta_encoding else None,
+        "write_page_checksum": True,
+        "write_statistics": True,
+    }
+
+
+def _same(a: pa.Array, b: pa.Array) -> pa.Array:
+    """Element-wise equality where NULL equals NULL."""
+    return pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
+
+
+def _deduplicated(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.Table]:
+    previous: pa.Table | None = None  # the last row kept, to compare across batch boundaries
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        table = pa.Table.from_batches([batch]).select([KEY, FILE_ID]).cast(schema)
+        extended = table if previous is None else pa.concat_tables([previous, table])
+        keys = extended.column(KEY).combine_chunks()
+        ids = extended.column(FILE_ID).combine_chunks()
+        repeated = pc.and_(_same(keys[1:], keys[:-1]), pc.equal(ids[1:], ids[:-1]))
+        keep = pc.invert(repeated)
+        if previous is None:
+            keep = pa.concat_arrays([pa.array([True]), keep])
+        kept = table.filter(keep)
+        previous = table.slice(table.num_rows - 1)
+        if kept.num_rows:
+            yield kept
+
+
+def _chunks(tables: Iterable[pa.Table], chunk_rows: int) -> Iterator[pa.Table]:
+    """Regroup rows into chunks of at least ``chunk_rows`` rows, cut only where the key changes."""
+    pending: list[pa.Table] = []
+    pending_rows = 0
+    for table in tables:
+        pending.append(table)
+        pending_rows += table.num_rows
+        while pending_rows > chunk_rows:
+            combined = pa.concat_tables(pending)
+            cut = _first_key_change(combined.column(KEY).combine_chunks(), chunk_rows)
+            if cut is None:
+                pending = [combined]
+                break
+            yield combined.slice(0, cut).combine_chunks()
+            rest = combined.slice(cut)
+            pending, pending_rows = [rest], rest.num_rows
+    if pending_rows:
+        yield pa.concat_tables(pending).combine_chunks()
+
+
+def _first_key_change(keys: pa.Array, start: int) -> int | None:
+    changed = pc.invert(_same(keys[start:], keys[start - 1 : -1]))
+    position = pc.index(changed, True).as_py()
+    return None if position < 0 else start + position
+
+
+# -- reading -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class IndexFileFooter:
+    metadata: pq.FileMetaData
+    chunk_min: list[KeyValue]
+    chunk_max: list[KeyValue]
+
+    def chunk_for(self, value: KeyValue) -> int | None:
+        """The chunk whose range holds ``value``, if any."""
+        key = sort_key(value)
+        position = bisect.bisect_right(self._chunk_keys, key) - 1
+        if position < 0 or key > sort_key(self.chunk_max[position]):
+            return None
+        return position
+
+    @cached_property
+    def _chunk_keys(self) -> list[tuple]:
+        return [sort_key(value) for value in self.chunk_min]
+
+
+def read_footer(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.DataType) -> IndexFileFooter:
+    """Read and check an index file's footer with one exact ranged read."""
+    try:
+        tail = storage.read_range(path, info.footer_offset, info.footer_length + 8)
+    except FileNotFoundError as error:
+        raise IndexCorruptError(f"index file {path} is missing") from error
+    if len(tail) != info.footer_length + 8 or zlib.crc32(tail) != info.footer_crc32:
+        raise IndexCorruptError(f"index file {path} is truncated or corrupt (footer checksum mismatch)")
+    try:
+        metadata = pq.read_metadata(pa.BufferReader(tail))
+        ranges = json.loads(metadata.metadata[CHUNKS_METADATA])
+    except (pa.ArrowException, KeyError, ValueError, TypeError) as error:
+        raise IndexCorruptError(f"index file {path} has an unreadable footer") from error
+    if len(ranges) != metadata.num_row_groups:
+        raise IndexCorruptError(f"index file {path} has an inconsistent footer")
+    return IndexFileFooter(
+        metadata=metadata,
+        chunk_min=[values.decode(low, key_type) for low, _ in ranges],
+        chunk_max=[values.decode(high, key_type) for _, high in ranges],
+    )
+
+
+def read_chunk(storage: Storage, path: str, footer: IndexFileFooter, chunk: int) -> pa.Table:
+    """Read one chunk (row group) with one ranged read, verifying page checksums."""
+    try:
+        with storage.open(path) as source:
+            parquet = pq.ParquetFile(source, metadata=footer.metadata, pre_buffer=True, page_checksum_verification=True)
+            return parquet.read_row_group(chunk)
+    except FileNotFoundError as error:
+        raise IndexCorruptError(f"index file {path} is missing") from error
+    except (pa.ArrowException, OSError) as error:
+        raise IndexCorruptError(f"index file {path} is corrupt: {error}") from error

@@ -1,0 +1,263 @@
+from __future__ import annotations
+
+import io
+import os
+import threading
+import uuid
+from dataclasses import dataclass, field
+from functools import lru_cache
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from lakeseek.exceptions import LakeseekError
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    """A file as the storage layer sees it: the identity used for freshness checks."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class IOStats:
+    """Counters of storage calls. ``reads`` counts ranged reads (GET requests on an object store)."""
+
+    reads: int = 0
+    bytes_read: int = 0
+    lists: int = 0
+    writes: int = 0
+    bytes_written: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add_read(self, nbytes: int) -> None:
+        with self._lock:
+            self.reads += 1
+            self.bytes_read += nbytes
+
+    def add_list(self) -> None:
+        with self._lock:
+            self.lists += 1
+
+    def add_write(self, nbytes: int) -> None:
+        with self._lock:
+            self.writes += 1
+            self.bytes_written += nbytes
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "reads": self.reads,
+                "bytes_read": self.bytes_read,
+                "lists": self.lists,
+                "writes": self.writes,
+                "bytes_written": self.bytes_written,
+            }
+
+
+class Storage:
+    """Reads, lists and writes files of one file system and counts every call.
+
+    Paths are file-system paths (no scheme), as ``pyarrow.fs`` uses them.
+    ``arrow_fs`` is a pyarrow file system over the same storage whose reads are counted,
+    for pyarrow's own readers (Parquet, datasets).
+    """
+
+    def __init__(self, fs: pafs.FileSystem, scheme: str = "file", netloc: str = "") -> None:
+        self.fs = fs
+        self.scheme = scheme
+        self.netloc = netloc
+        self.stats = IOStats()
+        self.arrow_fs = pafs.PyFileSystem(_CountingHandler(fs, self.stats))
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.fs, pafs.LocalFileSystem)
+
+    def uri(self, path: str) -> str:
+        """The URI Spark and other engines use for ``path``."""
+        if self.is_local:
+            return "file://" + path
+        return f"{self.scheme}://{path}"
+
+    # -- metadata -------------------------------------------------------------------------
+    def info(self, path: str) -> FileStatus | None:
+        """The file at ``path``, or None when there is none (or it is a directory)."""
+        info = self.fs.get_file_info(path)
+        self.stats.add_list()
+        if info.type != pafs.FileType.File:
+            return None
+        return FileStatus(path, info.size, info.mtime_ns or 0)
+
+    def is_dir(self, path: str) -> bool:
+        self.stats.add_list()
+        return self.fs.get_file_info(path).type == pafs.FileType.Directory
+
+    def list_files(self, directory: str, *, recursive: bool = True) -> list[FileStatus]:
+        """Files below ``directory``; an absent directory lists as empty."""
+        selector = pafs.FileSelector(directory, recursive=recursive, allow_not_found=True)
+        infos = self.fs.get_file_info(selector)
+        self.stats.add_list()
+        return [FileStatus(i.path, i.size, i.mtime_ns or 0) for i in infos if i.type == pafs.FileType.File]
+
+    # -- reads ----------------------------------------------------------------------------
+    def read(self, path: str) -> bytes:
+        with self.fs.open_input_file(path) as f:
+            data = f.read()
+        self.stats.add_read(len(data))
+        return data
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        with self.fs.open_input_file(path) as f:
+            data = f.read_at(length, offset)
+        self.stats.add_read(len(data))
+        return data
+
+    def open(self, path: str) -> pa.NativeFile:
+        """A random-access file whose reads are counted."""
+        return self.arrow_fs.open_input_file(path)
+
+    # -- writes ---------------------------------------------------------------------------
+    def write(self, path: str, data: bytes) -> None:
+        """Write a file under a name nobody else writes (unique names, not yet referenced)."""
+        self.fs.create_dir(_parent(path), recursive=True)
+        with self.fs.open_output_stream(path) as out:
+            out.write(data)
+        self.stats.add_write(len(data))
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        """Create ``path`` holding ``data`` atomically, or raise ``FileExistsError``.
+
+        The one commit primitive of lakeseek: readers see either no file or the whole file,
+        and of two writers racing for the same path exactly one wins.
+        """
+        if not self.is_local:
+            raise LakeseekError(f"atomic put-if-absent commits are not supported on {self.fs.type_name} storage yet")
+        directory = _parent(path)
+        os.makedirs(directory, exist_ok=True)
+        temporary = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
+        with open(temporary, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(temporary, path)  # fails with FileExistsError when the name is taken
+        finally:
+            os.unlink(temporary)
+        self.stats.add_write(len(data))
+
+    def delete(self, path: str) -> None:
+        self.fs.delete_file(path)
+
+    def delete_dir(self, path: str) -> None:
+        self.fs.delete_dir(path)
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else "."
+
+
+def storage_for(location: str) -> tuple[Storage, str]:
+    """The storage holding ``location`` (a local path or a URI) and its file-system path."""
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:  # one letter: a Windows drive
+        local = parsed.path if parsed.scheme == "file" else location
+        return _local_storage(), os.path.abspath(os.path.expanduser(local)).rstrip("/") or "/"
+    fs, path = pafs.FileSystem.from_uri(location)
+    return _remote_storage(parsed.scheme, parsed.netloc, fs), path.rstrip("/")
+
+
+@lru_cache(maxsize=1)
+def _local_storage() -> Storage:
+    return Storage(pafs.LocalFileSystem(), "file")
+
+
+_remote_cache: dict[tuple[str, str], Storage] = {}
+
+
+def _remote_storage(scheme: str, netloc: str, fs: pafs.FileSystem) -> Storage:
+    key = (scheme, netloc)
+    if key not in _remote_cache:
+        _remote_cache[key] = Storage(fs, scheme, netloc)
+    return _remote_cache[key]
+
+
+class _CountingHandler(pafs.FileSystemHandler):
+    """Delegates to a file system and counts the reads made through the files it opens."""
+
+    def __init__(self, fs: pafs.FileSystem, stats: IOStats) -> None:
+        self.fs = fs
+        self.stats = stats
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _CountingHandler) and other.fs is self.fs
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def get_type_name(self) -> str:
+        return f"counting+{self.fs.type_name}"
+
+    def normalize_path(self, path: str) -> str:
+        return self.fs.normalize_path(path)
+
+    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
+        self.stats.add_list()
+        return self.fs.get_file_info(paths)
+
+    def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
+        self.stats.add_list()
+        return self.fs.get_file_info(selector)
+
+    def open_input_file(self, path: str) -> pa.NativeFile:
+        return pa.PythonFile(_CountingFile(self.fs.open_input_file(path), self.stats), mode="r")
+
+    def open_input_stream(self, path: str) -> pa.NativeFile:
+        return self.open_input_file(path)
+
+    # lakeseek writes through Storage, never through arrow_fs.
+    def _read_only(self, *args: object, **kwargs: object) -> None:
+        raise OSError("the counting file system is read-only")
+
+    create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = _read_only
+    delete_file = move = copy_file = open_output_stream = open_append_stream = _read_only
+
+
+class _CountingFile(io.RawIOBase):
+    def __init__(self, inner: pa.NativeFile, stats: IOStats) -> None:
+        super().__init__()
+        self._inner = inner
+        self._stats = stats
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._inner.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._inner.tell()
+
+    def size(self) -> int:
+        return self._inner.size()
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = self._inner.read() if size is None or size < 0 else self._inner.read(size)
+        self._stats.add_read(len(data))
+        return data
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
