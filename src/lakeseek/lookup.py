@@ -33,7 +33,8 @@ class IndexReader:
 
     def lineage(self) -> Lineage:
         if self._lineage is None:
-            self._lineage = read_lineage(self.storage, f"{self.index_dir}/{self.root.lineage.path}")
+            reference = self.root.lineage
+            self._lineage = reference.inline or read_lineage(self.storage, f"{self.index_dir}/{reference.path}")
         return self._lineage
 
     def lookup(self, column: str, values: Iterable[KeyValue]) -> set[int]:

@@ -1,9 +1,10 @@
 """SQL predicate text -> :mod:`lakeseek.expressions` (the only module that imports sqlglot).
 
 The dialect is Spark SQL's (backquoted identifiers, ``X'..'`` hex, ``DATE '..'``) with
-standard SQL string quoting: ``'it''s'`` is ``it's`` (Spark itself would concatenate the
-two adjacent literals into ``its``). :func:`to_spark_sql` re-writes a predicate in Spark's
-own dialect so Spark reads it the same way lakeseek does.
+standard SQL string quoting: ``'it''s'`` is ``it's`` and a backslash is a plain character
+(Spark itself reads backslash escapes, and concatenates ``'it''s'`` into ``its``).
+:func:`to_spark_sql` re-writes a predicate in Spark's own dialect so Spark reads it the
+same way lakeseek does.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from lakeseek.expressions import (
 
 class LakeseekDialect(Spark):
     class Tokenizer(Spark.Tokenizer):
-        STRING_ESCAPES = ["'", "\\"]  # noqa: RUF012 (sqlglot's own class attribute convention)
+        STRING_ESCAPES = ["'"]  # noqa: RUF012 (sqlglot's own class attribute convention)
         IDENTIFIERS = ["`", '"']  # noqa: RUF012
 
 

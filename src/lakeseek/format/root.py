@@ -16,6 +16,7 @@ import pyarrow as pa
 from lakeseek.exceptions import IndexCorruptError, IndexFormatError
 from lakeseek.format import values
 from lakeseek.format.index_file import IndexFileInfo
+from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import KeyValue, sort_key
 
 FORMAT_VERSION = 1
@@ -66,10 +67,39 @@ class ColumnIndex:
 
 @dataclass(frozen=True)
 class LineageRef:
-    path: str
+    """Where the lineage is: inline in the root (small lakes: no extra read), or a manifest."""
+
     files: int
     lake_bytes: int
     size: int
+    path: str | None = None
+    inline: Lineage | None = None
+
+    def to_json(self) -> dict:
+        body: dict = {"files": self.files, "lake_bytes": self.lake_bytes, "size": self.size}
+        if self.inline is not None:
+            body["inline"] = {
+                "ids": self.inline.ids,
+                "paths": self.inline.paths,
+                "sizes": self.inline.sizes,
+                "mtimes_ns": self.inline.mtimes,
+            }
+        else:
+            body["path"] = self.path
+        return body
+
+    @classmethod
+    def from_json(cls, raw: dict) -> LineageRef:
+        inline = raw.get("inline")
+        return cls(
+            files=int(raw["files"]),
+            lake_bytes=int(raw["lake_bytes"]),
+            size=int(raw["size"]),
+            path=raw.get("path"),
+            inline=None
+            if inline is None
+            else Lineage(list(inline["ids"]), list(inline["paths"]), list(inline["sizes"]), list(inline["mtimes_ns"])),
+        )
 
 
 @dataclass(frozen=True)
@@ -100,12 +130,7 @@ class Root:
             "spark_schema": self.spark_schema,
             "partition_columns": list(self.partition_columns),
             "columns": {name: column.to_json() for name, column in self.columns.items()},
-            "lineage": {
-                "path": self.lineage.path,
-                "files": self.lineage.files,
-                "lake_bytes": self.lineage.lake_bytes,
-                "size": self.lineage.size,
-            },
+            "lineage": self.lineage.to_json(),
         }
 
     @classmethod
@@ -118,7 +143,6 @@ class Root:
                 f"lakeseek (it reads version {FORMAT_VERSION}); upgrade lakeseek"
             )
         try:
-            lineage = raw["lineage"]
             return cls(
                 version=int(raw["version"]),
                 operation=str(raw["operation"]),
@@ -127,9 +151,7 @@ class Root:
                 spark_schema=str(raw["spark_schema"]),
                 partition_columns=tuple(raw["partition_columns"]),
                 columns={n: ColumnIndex.from_json(n, c) for n, c in raw["columns"].items()},
-                lineage=LineageRef(
-                    str(lineage["path"]), int(lineage["files"]), int(lineage["lake_bytes"]), int(lineage["size"])
-                ),
+                lineage=LineageRef.from_json(raw["lineage"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise IndexCorruptError(f"index log entry is malformed ({error!r})") from error

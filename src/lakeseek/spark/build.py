@@ -60,6 +60,8 @@ ENTRIES_PER_INDEX_FILE = 4_000_000
 # Lake bytes per scan task.
 BYTES_PER_SCAN_TASK = 64 * 2**20
 SAMPLE_FILES = 24
+# Up to this many files the lineage lives inside the root, so a cold lookup needs no extra read.
+INLINE_LINEAGE_MAX_FILES = 20_000
 
 
 def create_index(
@@ -69,13 +71,15 @@ def create_index(
     spark: SparkSession | None = None,
     *,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    entries_per_index_file: int = ENTRIES_PER_INDEX_FILE,
     progress: ProgressCallback | None = None,
 ) -> Index:
     """Index ``columns`` of the Parquet lake at ``source`` and return the new index.
 
     The index goes to ``SOURCE/_lakeseek`` unless ``index`` names another directory.
-    ``spark`` defaults to a local session. ``progress`` receives (label, done, total) task
-    counts while Spark runs.
+    ``spark`` defaults to a local session. ``chunk_rows`` bounds a chunk (the unit a
+    lookup reads); ``entries_per_index_file`` sets how many index files (and write tasks)
+    a column gets. ``progress`` receives (label, done, total) task counts while Spark runs.
     """
     storage, lake_root, index_dir = locate(source, index)
     names = _column_list(columns)
@@ -86,7 +90,7 @@ def create_index(
     if not files:
         raise LakeNotFoundError(f"no data files in {lake_root}")
     spark = spark or default_session()
-    build = _Build(storage, lake_root, index_dir, uuid.uuid4().hex, chunk_rows)
+    build = _Build(storage, lake_root, index_dir, uuid.uuid4().hex, chunk_rows, entries_per_index_file)
     try:
         root = build.run(spark, names, files, progress)
     except (PySparkException, Py4JError) as error:
@@ -123,12 +127,15 @@ class _Column:
 
 
 class _Build:
-    def __init__(self, storage: Storage, lake_root: str, index_dir: str, build_id: str, chunk_rows: int) -> None:
+    def __init__(
+        self, storage: Storage, lake_root: str, index_dir: str, build_id: str, chunk_rows: int, entries_per_file: int
+    ) -> None:
         self.storage = storage
         self.lake_root = lake_root
         self.index_dir = index_dir
         self.build_id = build_id
         self.chunk_rows = chunk_rows
+        self.entries_per_file = entries_per_file
         self.tmp_dir = f"{index_dir}/{TMP_DIR}/{build_id}"
 
     def run(
@@ -198,8 +205,6 @@ class _Build:
                 if not sort_key(before.max) < sort_key(after.min):
                     raise LakeseekError(f"index files of '{column.name}' overlap; index not committed")
             index_columns[column.name] = ColumnIndex(column.name, column.key_type, tuple(infos))
-        lineage_path = f"lineage/{self.build_id}.parquet"
-        lineage_size = write_lineage(self.storage, f"{self.index_dir}/{lineage_path}", lineage)
         return Root(
             version=0,
             operation="create",
@@ -208,8 +213,15 @@ class _Build:
             spark_schema=spark_schema.json(),
             partition_columns=tuple(partition_columns),
             columns=index_columns,
-            lineage=LineageRef(lineage_path, len(lineage), sum(lineage.sizes), lineage_size),
+            lineage=self._lineage_ref(lineage),
         )
+
+    def _lineage_ref(self, lineage: Lineage) -> LineageRef:
+        if len(lineage) <= INLINE_LINEAGE_MAX_FILES:
+            return LineageRef(len(lineage), sum(lineage.sizes), 0, inline=lineage)
+        path = f"lineage/{self.build_id}.parquet"
+        size = write_lineage(self.storage, f"{self.index_dir}/{path}", lineage)
+        return LineageRef(len(lineage), sum(lineage.sizes), size, path=path)
 
     def _boundaries(
         self, columns: list[_Column], lineage: Lineage, schema: pa.Schema, partition_columns: list[str]
@@ -226,7 +238,7 @@ class _Build:
         boundaries = {}
         for column in columns:
             sample = pa.concat_arrays(keys[column.name]) if keys[column.name] else pa.array([], column.key_type)
-            ranges = max(1, math.ceil(len(sample) * scale / ENTRIES_PER_INDEX_FILE))
+            ranges = max(1, math.ceil(len(sample) * scale / self.entries_per_file))
             boundaries[column.name] = _quantiles(sample, ranges)
         return boundaries
 

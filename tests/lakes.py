@@ -1,0 +1,207 @@
+"""Test lakes and the full-scan oracle.
+
+The oracle reads every data file with plain pyarrow (partition values taken from the
+path by this module, not by lakeseek) and evaluates predicates given as small Python
+trees (``("=", column, value)``, ``("and", a, b)``...) with SQL's three-valued logic.
+The same trees render to SQL text for lakeseek, so the parser, binder and pyarrow filter
+of lakeseek are checked against code that shares nothing with them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+import re
+from decimal import Decimal
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakeseek.lake import is_hidden
+
+UTC = dt.timezone.utc
+NAMES = [
+    "alice",
+    "Bob",
+    "it's",
+    'say "hi"',
+    "São Paulo",
+    "naïve café",
+    "🙂 emoji",
+    "",
+    "back\\slash",
+    "50% off",
+    "under_score",
+    "x" * 300,
+    "line\nbreak",
+]
+REGIONS = ["east", "west", "São Paulo", None]
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("small", pa.int8()),
+        ("medium", pa.int16()),
+        ("code", pa.int32()),
+        ("name", pa.string()),
+        ("payload", pa.binary()),
+        ("flag", pa.bool_()),
+        ("day", pa.date32()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("amount", pa.decimal128(12, 2)),
+        ("score", pa.float64()),
+    ]
+)
+INDEXABLE = ["id", "small", "medium", "code", "name", "payload", "flag", "day", "ts", "amount", "region"]
+
+
+def region_dir(region: str | None) -> str:
+    return "region=__HIVE_DEFAULT_PARTITION__" if region is None else f"region={region}"
+
+
+def typed_rows(rng: random.Random, start_id: int, count: int) -> list[dict]:
+    rows = []
+    for i in range(count):
+        rows.append(
+            {
+                "id": start_id + i,
+                "small": rng.choice([None, -128, -1, 0, 1, 7, 127]),
+                "medium": rng.choice([None, -300, 0, 300, 32767]),
+                "code": rng.randrange(0, 50) if rng.random() > 0.1 else None,
+                "name": rng.choice([*NAMES, None]),
+                "payload": rng.choice([None, b"", b"\x00\x01", b"\xff" * 3, b"abc", bytes(range(10))]),
+                "flag": rng.choice([True, False, None]),
+                "day": rng.choice([None, dt.date(2024, 1, 1), dt.date(2024, 2, 29), dt.date(1999, 12, 31)]),
+                "ts": rng.choice(
+                    [
+                        None,
+                        dt.datetime(2024, 1, 1, 0, 0, tzinfo=UTC),
+                        dt.datetime(2024, 1, 1, 12, 30, 15, 123456, tzinfo=UTC),
+                        dt.datetime(2030, 6, 1, 8, 0, tzinfo=UTC),
+                    ]
+                ),
+                "amount": rng.choice([None, Decimal("0.00"), Decimal("-12.50"), Decimal("1234567.89"), Decimal("3.10")]),
+                "score": rng.choice([None, 0.5, -1.25, 3.0]),
+            }
+        )
+    return rows
+
+
+def write_file(path: str, rows: list[dict]) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path)
+
+
+def make_typed_lake(root: str, files_per_region: int = 3, rows_per_file: int = 150, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    next_id = 0
+    for region in REGIONS:
+        for f in range(files_per_region):
+            write_file(f"{root}/{region_dir(region)}/part-{f:03d}.parquet", typed_rows(rng, next_id, rows_per_file))
+            next_id += rows_per_file
+
+
+# -- the oracle ------------------------------------------------------------------------------
+def data_files(root: str) -> list[str]:
+    found = []
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = [d for d in subdirs if not is_hidden(d)]
+        found.extend(os.path.join(directory, n) for n in names if not is_hidden(n))
+    return sorted(found)
+
+
+def all_rows(root: str) -> list[dict]:
+    """Every row of the lake, with partition columns parsed from the path."""
+    rows = []
+    for path in data_files(root):
+        partitions = {}
+        for part in os.path.relpath(path, root).split(os.sep)[:-1]:
+            key, _, raw = part.partition("=")
+            partitions[key] = None if raw == "__HIVE_DEFAULT_PARTITION__" else unquote(raw)
+        for row in pq.read_table(path).to_pylist():
+            row.update(partitions)
+            row["__file"] = path
+            rows.append(row)
+    return rows
+
+
+def evaluate(tree: tuple, row: dict) -> bool | None:
+    kind = tree[0]
+    if kind == "and":
+        a, b = evaluate(tree[1], row), evaluate(tree[2], row)
+        return False if a is False or b is False else (None if a is None or b is None else True)
+    if kind == "or":
+        a, b = evaluate(tree[1], row), evaluate(tree[2], row)
+        return True if a is True or b is True else (None if a is None or b is None else False)
+    if kind == "not":
+        a = evaluate(tree[1], row)
+        return None if a is None else not a
+    value = row[tree[1]]
+    if kind == "is null":
+        return value is None
+    if kind == "is not null":
+        return value is not None
+    if value is None:
+        return None
+    if kind in ("in", "not in"):
+        options = tree[2]
+        hit = value in [o for o in options if o is not None]
+        result = True if hit else (None if None in options else False)
+        return result if kind == "in" or result is None else not result
+    if kind == "like":
+        regex = "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in tree[2])
+        return re.fullmatch(regex, value, re.DOTALL) is not None
+    literal = tree[2]
+    if literal is None:
+        return None
+    return {
+        "=": value == literal,
+        "<>": value != literal,
+        "<": value < literal,
+        "<=": value <= literal,
+        ">": value > literal,
+        ">=": value >= literal,
+    }[kind]
+
+
+def matching(rows: list[dict], tree: tuple) -> list[dict]:
+    return [row for row in rows if evaluate(tree, row) is True]
+
+
+# -- trees as SQL ------------------------------------------------------------------------------
+def sql_literal(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP '{value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=' ')}'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return str(value)
+
+
+def to_sql(tree: tuple) -> str:
+    kind = tree[0]
+    if kind in ("and", "or"):
+        return f"({to_sql(tree[1])}) {kind.upper()} ({to_sql(tree[2])})"
+    if kind == "not":
+        return f"NOT ({to_sql(tree[1])})"
+    column = f"`{tree[1]}`"
+    if kind in ("is null", "is not null"):
+        return f"{column} {kind.upper()}"
+    if kind in ("in", "not in"):
+        return f"{column} {kind.upper()} ({', '.join(sql_literal(v) for v in tree[2])})"
+    if kind == "like":
+        return f"{column} LIKE {sql_literal(tree[2])}"
+    return f"{column} {kind} {sql_literal(tree[2])}"
+
+
+def ids(table_or_rows) -> list[int]:
+    rows = table_or_rows if isinstance(table_or_rows, list) else table_or_rows.to_pylist()
+    return sorted(row["id"] for row in rows)
