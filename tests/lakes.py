@@ -81,7 +81,9 @@ def typed_rows(rng: random.Random, start_id: int, count: int) -> list[dict]:
                         dt.datetime(2030, 6, 1, 8, 0, tzinfo=UTC),
                     ]
                 ),
-                "amount": rng.choice([None, Decimal("0.00"), Decimal("-12.50"), Decimal("1234567.89"), Decimal("3.10")]),
+                "amount": rng.choice(
+                    [None, Decimal("0.00"), Decimal("-12.50"), Decimal("1234567.89"), Decimal("3.10")]
+                ),
                 "score": rng.choice([None, 0.5, -1.25, 3.0]),
             }
         )

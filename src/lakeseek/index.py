@@ -20,7 +20,7 @@ from lakeseek.expressions.arrow import to_arrow
 from lakeseek.expressions.binding import bind, resolve_column
 from lakeseek.expressions.sql import parse_where, to_spark_sql
 from lakeseek.format.root import Root
-from lakeseek.io import Storage, storage_for
+from lakeseek.io import FileStatus, Storage, storage_for
 from lakeseek.lake import LakeState, compare, list_data_files, open_dataset
 from lakeseek.log import IndexLog
 from lakeseek.lookup import IndexReader
@@ -89,6 +89,7 @@ class Index:
         self.index_dir = index_dir
         self.root = root
         self.reader = IndexReader(storage, index_dir, root)
+        self._lake_files: dict[str, FileStatus] = {}  # the latest listing, for the data read counters
         self.last_plan: Plan | None = None  # the plan of the latest query, for callers that report staleness
 
     def __repr__(self) -> str:
@@ -127,8 +128,8 @@ class Index:
     def scan(self, where: str, columns: list[str] | None = None) -> pa.Table:
         """The rows matching ``where``, read from every file of the lake without the index."""
         predicate = self._bind(where)
-        files = list_data_files(self.storage, self.lake_root, self.index_dir)
-        return self._read(list(files), predicate, columns)
+        self._lake_files = list_data_files(self.storage, self.lake_root, self.index_dir)
+        return self._read(list(self._lake_files), predicate, columns)
 
     def to_spark(self, spark: SparkSession, where: str) -> DataFrame:
         """A Spark DataFrame of the rows matching ``where``, over the candidate files only.
@@ -149,8 +150,8 @@ class Index:
     # -- state ------------------------------------------------------------------------------
     def lake_state(self) -> LakeState:
         """The lake now compared with what the index covers."""
-        files = list_data_files(self.storage, self.lake_root, self.index_dir)
-        return compare(self.reader.lineage(), files)
+        self._lake_files = list_data_files(self.storage, self.lake_root, self.index_dir)
+        return compare(self.reader.lineage(), self._lake_files)
 
     def status(self) -> IndexStatus:
         state = self.lake_state()
@@ -178,6 +179,8 @@ class Index:
 
     def _read(self, files: list[str], predicate: Predicate, columns: list[str] | None) -> pa.Table:
         selected = None if columns is None else [resolve_column(c, self.schema).name for c in columns]
+        sizes = self._lake_files
+        self.storage.stats.add_data_files(len(files), sum(sizes[f].size for f in files if f in sizes))
         dataset = open_dataset(self.storage, self.lake_root, files, self.schema, self.root.partition_columns)
         return dataset.to_table(columns=selected, filter=to_arrow(predicate, self.schema))
 

@@ -91,6 +91,6 @@ def open_dataset(
         [f"{lake_root}/{path}" for path in relative_paths],
         schema=schema,
         format=ds.ParquetFileFormat(),
-        filesystem=storage.arrow_fs,
+        filesystem=storage.fs,
         partitions=partitions,
     )

@@ -91,16 +91,21 @@ def create(source: str, columns: str, index_dir: str | None, chunk_rows: int | N
 
     options = {} if chunk_rows is None else {"chunk_rows": chunk_rows}
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=stderr
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
     ) as bar:
-        tasks: dict[str, Any] = {}
+        tasks: dict[str, Any] = {"starting": bar.add_task("starting Spark", total=None)}
 
         def progress(label: str, done: int, total: int) -> None:
             if label not in tasks:
+                bar.update(tasks["starting"], visible=False)
                 tasks[label] = bar.add_task(label, total=None)
             bar.update(tasks[label], completed=done, total=max(total, 1))
 
-        bar.add_task("starting Spark", total=None)
         index = lakeseek.create_index(source, columns, index_dir, progress=progress, **options)
     status = index.status()
     summary = ", ".join(f"{c.name} ({c.entries:,} entries, {_size(c.bytes)})" for c in status.columns)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -94,11 +95,15 @@ def write_index_file(
     first: KeyValue = None
     last: KeyValue = None
     for chunk in _chunks(_deduplicated(batches, schema), chunk_rows):
+        low, high = chunk.column(KEY)[0].as_py(), chunk.column(KEY)[-1].as_py()
         if writer is None:
             writer = pq.ParquetWriter(sink, schema, **_writer_options(key_type))
-            first = chunk.column(KEY)[0].as_py()
-        last = chunk.column(KEY)[-1].as_py()
-        chunk_ranges.append([values.encode(chunk.column(KEY)[0].as_py(), key_type), values.encode(last, key_type)])
+            first = low
+        elif not sort_key(last) < sort_key(low) or sort_key(high) < sort_key(low):
+            # Lookups bisect chunk ranges in Python's order; never write an index they would misread.
+            raise ValueError(f"index entries are not sorted: chunk [{low!r}, {high!r}] after {last!r}")
+        last = high
+        chunk_ranges.append([values.encode(low, key_type), values.encode(high, key_type)])
         writer.write_table(chunk, row_group_size=chunk.num_rows)
         entries += chunk.num_rows
     if writer is None:
@@ -201,6 +206,13 @@ class IndexFileFooter:
             return None
         return position
 
+    def chunk_span(self, chunk: int) -> tuple[int, int]:
+        """The byte range ``[start, end)`` of a chunk's column chunks in the index file."""
+        group = self.metadata.row_group(chunk)
+        columns = [group.column(i) for i in range(group.num_columns)]
+        starts = [c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset for c in columns]
+        return min(starts), max(s + c.total_compressed_size for s, c in zip(starts, columns, strict=True))
+
     @cached_property
     def _chunk_keys(self) -> list[tuple]:
         return [sort_key(value) for value in self.chunk_min]
@@ -230,11 +242,19 @@ def read_footer(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.D
 
 def read_chunk(storage: Storage, path: str, footer: IndexFileFooter, chunk: int) -> pa.Table:
     """Read one chunk (row group) with one ranged read, verifying page checksums."""
+    start, end = footer.chunk_span(chunk)
     try:
-        with storage.open(path) as source:
-            parquet = pq.ParquetFile(source, metadata=footer.metadata, pre_buffer=True, page_checksum_verification=True)
-            return parquet.read_row_group(chunk)
+        data = storage.read_range(path, start, end - start)
     except FileNotFoundError as error:
         raise IndexCorruptError(f"index file {path} is missing") from error
+    if len(data) != end - start:
+        raise IndexCorruptError(f"index file {path} is truncated")
+    # pyarrow addresses the chunk by its offsets in the file: place the bytes there in an
+    # uninitialised buffer (untouched pages cost nothing) and decode from memory.
+    buffer = pa.allocate_buffer(end)
+    np.frombuffer(buffer, dtype=np.uint8)[start:end] = np.frombuffer(data, dtype=np.uint8)
+    try:
+        parquet = pq.ParquetFile(pa.BufferReader(buffer), metadata=footer.metadata, page_checksum_verification=True)
+        return parquet.read_row_group(chunk)
     except (pa.ArrowException, OSError) as error:
         raise IndexCorruptError(f"index file {path} is corrupt: {error}") from error

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import io
 import os
 import threading
 import uuid
@@ -8,7 +7,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import urlparse
 
-import pyarrow as pa
 import pyarrow.fs as pafs
 
 from lakeseek.exceptions import LakeseekError
@@ -25,10 +23,18 @@ class FileStatus:
 
 @dataclass
 class IOStats:
-    """Counters of storage calls. ``reads`` counts ranged reads (GET requests on an object store)."""
+    """Counters of storage calls.
+
+    ``reads``/``bytes_read`` count lakeseek's own ranged reads (one GET each on an object
+    store: roots, footers, chunks). Data files are read by pyarrow's Parquet reader, which
+    makes its own ranged reads; ``data_files``/``data_bytes`` count the files handed to it
+    and their sizes (an upper bound of what it reads).
+    """
 
     reads: int = 0
     bytes_read: int = 0
+    data_files: int = 0
+    data_bytes: int = 0
     lists: int = 0
     writes: int = 0
     bytes_written: int = 0
@@ -38,6 +44,11 @@ class IOStats:
         with self._lock:
             self.reads += 1
             self.bytes_read += nbytes
+
+    def add_data_files(self, count: int, nbytes: int) -> None:
+        with self._lock:
+            self.data_files += count
+            self.data_bytes += nbytes
 
     def add_list(self) -> None:
         with self._lock:
@@ -53,6 +64,8 @@ class IOStats:
             return {
                 "reads": self.reads,
                 "bytes_read": self.bytes_read,
+                "data_files": self.data_files,
+                "data_bytes": self.data_bytes,
                 "lists": self.lists,
                 "writes": self.writes,
                 "bytes_written": self.bytes_written,
@@ -62,9 +75,8 @@ class IOStats:
 class Storage:
     """Reads, lists and writes files of one file system and counts every call.
 
-    Paths are file-system paths (no scheme), as ``pyarrow.fs`` uses them.
-    ``arrow_fs`` is a pyarrow file system over the same storage whose reads are counted,
-    for pyarrow's own readers (Parquet, datasets).
+    Paths are file-system paths (no scheme), as ``pyarrow.fs`` uses them. ``fs`` is the
+    pyarrow file system itself, for pyarrow's readers of data files.
     """
 
     def __init__(self, fs: pafs.FileSystem, scheme: str = "file", netloc: str = "") -> None:
@@ -72,7 +84,6 @@ class Storage:
         self.scheme = scheme
         self.netloc = netloc
         self.stats = IOStats()
-        self.arrow_fs = pafs.PyFileSystem(_CountingHandler(fs, self.stats))
 
     @property
     def is_local(self) -> bool:
@@ -116,10 +127,6 @@ class Storage:
             data = f.read_at(length, offset)
         self.stats.add_read(len(data))
         return data
-
-    def open(self, path: str) -> pa.NativeFile:
-        """A random-access file whose reads are counted."""
-        return self.arrow_fs.open_input_file(path)
 
     # -- writes ---------------------------------------------------------------------------
     def write(self, path: str, data: bytes) -> None:
@@ -184,80 +191,3 @@ def _remote_storage(scheme: str, netloc: str, fs: pafs.FileSystem) -> Storage:
     if key not in _remote_cache:
         _remote_cache[key] = Storage(fs, scheme, netloc)
     return _remote_cache[key]
-
-
-class _CountingHandler(pafs.FileSystemHandler):
-    """Delegates to a file system and counts the reads made through the files it opens."""
-
-    def __init__(self, fs: pafs.FileSystem, stats: IOStats) -> None:
-        self.fs = fs
-        self.stats = stats
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _CountingHandler) and other.fs is self.fs
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def get_type_name(self) -> str:
-        return f"counting+{self.fs.type_name}"
-
-    def normalize_path(self, path: str) -> str:
-        return self.fs.normalize_path(path)
-
-    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
-        self.stats.add_list()
-        return self.fs.get_file_info(paths)
-
-    def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
-        self.stats.add_list()
-        return self.fs.get_file_info(selector)
-
-    def open_input_file(self, path: str) -> pa.NativeFile:
-        return pa.PythonFile(_CountingFile(self.fs.open_input_file(path), self.stats), mode="r")
-
-    def open_input_stream(self, path: str) -> pa.NativeFile:
-        return self.open_input_file(path)
-
-    # lakeseek writes through Storage, never through arrow_fs.
-    def _read_only(self, *args: object, **kwargs: object) -> None:
-        raise OSError("the counting file system is read-only")
-
-    create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = _read_only
-    delete_file = move = copy_file = open_output_stream = open_append_stream = _read_only
-
-
-class _CountingFile(io.RawIOBase):
-    def __init__(self, inner: pa.NativeFile, stats: IOStats) -> None:
-        super().__init__()
-        self._inner = inner
-        self._stats = stats
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._inner.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._inner.tell()
-
-    def size(self) -> int:
-        return self._inner.size()
-
-    def read(self, size: int | None = -1) -> bytes:
-        data = self._inner.read() if size is None or size < 0 else self._inner.read(size)
-        self._stats.add_read(len(data))
-        return data
-
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        self._inner.close()
-        super().close()

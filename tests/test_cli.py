@@ -1,0 +1,229 @@
+"""The CLI: outputs compared with the oracle, and every error case as one line and exit 1."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from lakeseek.cli.main import main
+from tests.lakes import all_rows, data_files, ids, matching
+
+pytestmark = pytest.mark.spark
+
+
+def _run(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_create_then_query_files_status(tmp_path, typed_lake, spark):
+    lake = str(tmp_path / "lake")
+    shutil.copytree(typed_lake, lake, ignore=shutil.ignore_patterns("_lakeseek"))
+    index_dir = str(tmp_path / "elsewhere")
+    created = _run("create", lake, "--columns", "id,name", "--index", index_dir)
+    assert created.exit_code == 0, created.output
+    assert "indexed 12 files" in created.output
+    assert not os.path.exists(f"{lake}/_lakeseek")
+
+    rows = all_rows(lake)
+    expected = matching(rows, ("=", "name", "it's"))
+    as_json = _run("query", lake, "--index", index_dir, "--where", "name = 'it''s'", "--format", "json")
+    assert as_json.exit_code == 0
+    lines = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert sorted(r["id"] for r in lines) == ids(expected)
+    assert all(r["name"] == "it's" for r in lines)
+
+    as_csv = _run(
+        "query", lake, "--index", index_dir, "--where", "id = 7", "--columns", "id,name,payload", "--format", "csv"
+    )
+    parsed = list(csv.reader(io.StringIO(as_csv.stdout)))
+    assert parsed[0] == ["id", "name", "payload"]
+    assert [int(r[0]) for r in parsed[1:]] == [7]
+
+    table = _run("query", lake, "--index", index_dir, "--where", "id = 7")
+    assert table.exit_code == 0 and "7" in table.stdout
+
+    listed = _run("files", lake, "--index", index_dir, "--where", "name = 'it''s' OR id = 3")
+    want = {r["__file"] for r in matching(rows, ("or", ("=", "name", "it's"), ("=", "id", 3)))}
+    assert set(listed.stdout.splitlines()) == want
+
+    os.remove(data_files(lake)[0])
+    status = _run("status", lake, "--index", index_dir)
+    assert status.exit_code == 0
+    assert "12 indexed" in status.stdout and "1 removed" in status.stdout
+    assert "name" in status.stdout and "string" in status.stdout
+    stale = _run("files", lake, "--index", index_dir, "--where", "id = 3")
+    assert "stale" in stale.stderr
+    as_json = json.loads(_run("status", lake, "--index", index_dir, "--format", "json").stdout)
+    assert as_json["indexed_files"] == 12 and len(as_json["removed_files"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("nope = 1", "unknown column 'nope'"),
+        ("id = 'abc'", "column 'id' is int64"),
+        ("small = 1000", "out of range"),
+        ("day = DATE '2024-13-01'", "expected YYYY-MM-DD"),
+        ("id = = 1", "malformed predicate"),
+        ("id = 'unterminated", "malformed predicate"),
+        ("", "empty"),
+        ("id = name", "compare one column with one literal"),
+        ("upper(name) = 'A'", "unsupported predicate"),
+        ("id = 1; DROP TABLE x", "malformed predicate"),
+    ],
+)
+def test_bad_predicates(typed_lake, where, message):
+    result = _run("query", typed_lake, "--where", where)
+    assert result.exit_code == 1
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_missing_lake_and_index(tmp_path, typed_lake):
+    missing = _run("files", str(tmp_path / "nowhere"), "--where", "id = 1")
+    assert missing.exit_code == 1 and "lake not found" in missing.stderr
+    (tmp_path / "empty").mkdir()
+    no_index = _run("status", str(tmp_path / "empty"))
+    assert no_index.exit_code == 1 and "no lakeseek index" in no_index.stderr
+    unknown = _run("query", typed_lake, "--where", "id = 1", "--columns", "id,bogus")
+    assert unknown.exit_code == 1 and "unknown column 'bogus'" in unknown.stderr
+
+
+def test_create_errors(tmp_path, typed_lake):
+    exists = _run("create", typed_lake, "--columns", "id")
+    assert exists.exit_code == 1 and "already exists" in exists.stderr
+    lake = str(tmp_path / "lake")
+    shutil.copytree(typed_lake, lake, ignore=shutil.ignore_patterns("_lakeseek"))
+    for columns, message in [("score", "floating-point"), ("bogus", "unknown column 'bogus'"), (",", "no columns")]:
+        result = _run("create", lake, "--columns", columns)
+        assert result.exit_code == 1 and message in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert not os.path.exists(f"{lake}/_lakeseek/log")
+
+
+def _id_index_files(lake: str) -> list[str]:
+    """The index files of column ``id`` (the first indexed column: ``c0-*``)."""
+    data = f"{lake}/_lakeseek/data"
+    (build,) = os.listdir(data)
+    return sorted(f"{data}/{build}/{name}" for name in os.listdir(f"{data}/{build}") if name.startswith("c0-"))
+
+
+def _log_entry(lake: str) -> str:
+    return f"{lake}/_lakeseek/log/{0:020d}.json"
+
+
+def _truncate_index_files(lake):
+    for path in _id_index_files(lake):
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 2)
+
+
+def _garble_chunks(lake):
+    for path in _id_index_files(lake):
+        metadata = pq.read_metadata(path)
+        with open(path, "r+b") as f:
+            for group in range(metadata.num_row_groups):
+                column = metadata.row_group(group).column(0)
+                f.seek(column.data_page_offset + column.total_compressed_size - 3)
+                byte = f.read(1)
+                f.seek(-1, 1)
+                f.write(bytes([byte[0] ^ 0xFF]))
+
+
+def _remove_index_files(lake):
+    for path in _id_index_files(lake):
+        os.remove(path)
+
+
+def _garble_log(lake):
+    path = _log_entry(lake)
+    text = re.sub(r'"entries": (\d+)', lambda m: f'"entries": {int(m.group(1)) + 1}', Path(path).read_text(), count=1)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _truncate_log(lake):
+    with open(_log_entry(lake), "r+b") as f:
+        f.truncate(100)
+
+
+def _future_version(lake):
+    from lakeseek.log import decode_entry, encode_entry
+
+    path = _log_entry(lake)
+    body = decode_entry(Path(path).read_bytes(), path)
+    body["format_version"] = 99
+    with open(path, "wb") as f:
+        f.write(encode_entry(body))
+
+
+@pytest.mark.parametrize(
+    ("damage", "message", "other_columns_work"),
+    [
+        (_truncate_index_files, "truncated or corrupt", True),
+        (_garble_chunks, "corrupt", True),
+        (_remove_index_files, "missing", True),
+        (_garble_log, "corrupt (checksum mismatch)", False),
+        (_truncate_log, "truncated or corrupt", False),
+        (_future_version, "format version 99", False),
+    ],
+)
+def test_damaged_index_is_a_clear_error(lake_copy, damage, message, other_columns_work):
+    rows = all_rows(lake_copy)
+    damage(lake_copy)
+    for where in ("id = 5", "id = 1700"):
+        result = _run("query", lake_copy, "--where", where)
+        assert result.exit_code == 1, where
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    other = _run("query", lake_copy, "--where", "name = 'alice'", "--format", "json")
+    if other_columns_work:  # undamaged parts of the index still answer, exactly
+        got = sorted(json.loads(line)["id"] for line in other.stdout.splitlines())
+        assert got == ids(matching(rows, ("=", "name", "alice")))
+    else:
+        assert other.exit_code == 1 and message in other.stderr
+
+
+def test_entry_point_prints_one_line_without_traceback(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from lakeseek.cli.main import run; run()",
+            "files",
+            str(tmp_path / "x"),
+            "--where",
+            "a = 1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("lakeseek: error: lake not found")
+    assert "Traceback" not in result.stderr
+    usage = subprocess.run(
+        [sys.executable, "-c", "from lakeseek.cli.main import run; run()", "query", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert usage.returncode == 2 and "--where" in usage.stderr
+
+
+def test_unreadable_schema_error_is_one_line(tmp_path):
+    (tmp_path / "lake").mkdir()
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "lake" / "f.parquet")
+    result = _run("query", str(tmp_path / "lake"), "--where", "a = 1")
+    assert result.exit_code == 1 and "no lakeseek index" in result.stderr
