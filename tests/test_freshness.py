@@ -67,3 +67,13 @@ def test_every_file_removed(lake_copy):
     index = lakeseek.open_index(lake_copy)
     assert index.files("id = 5") == []
     assert index.read("id = 5").num_rows == 0
+
+
+def test_listing_once_reuses_the_first_listing(lake_copy):
+    index = lakeseek.open_index(lake_copy, lake_listing="once")
+    assert index.read("id = 5").num_rows == 1
+    os.remove(index.files("id = 5")[0])  # the snapshot does not see it go
+    assert index.lake_state().is_fresh
+    assert lakeseek.open_index(lake_copy).read("id = 5").num_rows == 0
+    with pytest.raises(ValueError, match="lake_listing"):
+        lakeseek.open_index(lake_copy, lake_listing="sometimes")

@@ -10,17 +10,17 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 
-from lakeseek.exceptions import LakeseekError
+from lakeseek.exceptions import LakeNotFoundError, LakeseekError
 from lakeseek.expressions import Predicate
 from lakeseek.expressions.arrow import to_arrow
 from lakeseek.expressions.binding import bind, resolve_column
 from lakeseek.expressions.sql import parse_where, to_spark_sql
 from lakeseek.format.root import Root
-from lakeseek.io import FileStatus, Storage, storage_for
+from lakeseek.io import Storage, storage_for
 from lakeseek.lake import LakeState, compare, list_data_files, open_dataset
 from lakeseek.log import IndexLog
 from lakeseek.lookup import IndexReader
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 DEFAULT_INDEX_DIR = "_lakeseek"
+LakeListing = Literal["per_query", "once"]
 log = logging.getLogger("lakeseek")
 
 
@@ -44,15 +45,21 @@ def locate(source: str, index: str | None = None) -> tuple[Storage, str, str]:
     return storage, lake_root, index_dir
 
 
-def open_index(source: str, index: str | None = None) -> Index:
+def open_index(source: str, index: str | None = None, *, lake_listing: LakeListing = "per_query") -> Index:
     """Open the latest committed index of the lake at ``source``.
 
     ``index`` is the index directory when it is not ``SOURCE/_lakeseek``.
+    ``lake_listing="per_query"`` (the default) lists the lake on every query, so files
+    added, rewritten or removed since indexing are always accounted for. ``"once"`` reuses
+    the first listing for the life of the Index, as a Spark DataFrame reuses its file
+    index: faster lookups, but changes made to the lake afterwards are not seen until the
+    index is opened again.
     """
     storage, lake_root, index_dir = locate(source, index)
-    list_data_files(storage, lake_root, index_dir)  # a clear error when the lake is missing
+    if not storage.is_dir(lake_root):
+        raise LakeNotFoundError(f"lake not found: {lake_root} is not a directory")
     root = IndexLog(storage, index_dir).latest()
-    return Index(storage, lake_root, index_dir, root)
+    return Index(storage, lake_root, index_dir, root, lake_listing=lake_listing)
 
 
 @dataclass(frozen=True)
@@ -83,13 +90,18 @@ class IndexStatus:
 class Index:
     """One committed version of a lake's index."""
 
-    def __init__(self, storage: Storage, lake_root: str, index_dir: str, root: Root) -> None:
+    def __init__(
+        self, storage: Storage, lake_root: str, index_dir: str, root: Root, *, lake_listing: LakeListing = "per_query"
+    ) -> None:
+        if lake_listing not in ("per_query", "once"):
+            raise ValueError(f"lake_listing must be 'per_query' or 'once', not {lake_listing!r}")
+        self.lake_listing = lake_listing
         self.storage = storage
         self.lake_root = lake_root
         self.index_dir = index_dir
         self.root = root
         self.reader = IndexReader(storage, index_dir, root)
-        self._lake_files: dict[str, FileStatus] = {}  # the latest listing, for the data read counters
+        self._state: LakeState | None = None  # the latest comparison, reused while the lake is unchanged
         self.last_plan: Plan | None = None  # the plan of the latest query, for callers that report staleness
 
     def __repr__(self) -> str:
@@ -128,8 +140,7 @@ class Index:
     def scan(self, where: str, columns: list[str] | None = None) -> pa.Table:
         """The rows matching ``where``, read from every file of the lake without the index."""
         predicate = self._bind(where)
-        self._lake_files = list_data_files(self.storage, self.lake_root, self.index_dir)
-        return self._read(list(self._lake_files), predicate, columns)
+        return self._read(list(self.lake_state().files), predicate, columns)
 
     def to_spark(self, spark: SparkSession, where: str) -> DataFrame:
         """A Spark DataFrame of the rows matching ``where``, over the candidate files only.
@@ -150,8 +161,12 @@ class Index:
     # -- state ------------------------------------------------------------------------------
     def lake_state(self) -> LakeState:
         """The lake now compared with what the index covers."""
-        self._lake_files = list_data_files(self.storage, self.lake_root, self.index_dir)
-        return compare(self.reader.lineage(), self._lake_files)
+        if self.lake_listing == "once" and self._state is not None:
+            return self._state
+        files = list_data_files(self.storage, self.lake_root, self.index_dir)
+        if self._state is None or self._state.files != files:
+            self._state = compare(self.reader.lineage(), files)
+        return self._state
 
     def status(self) -> IndexStatus:
         state = self.lake_state()
@@ -179,8 +194,8 @@ class Index:
 
     def _read(self, files: list[str], predicate: Predicate, columns: list[str] | None) -> pa.Table:
         selected = None if columns is None else [resolve_column(c, self.schema).name for c in columns]
-        sizes = self._lake_files
-        self.storage.stats.add_data_files(len(files), sum(sizes[f].size for f in files if f in sizes))
+        stamps = self._state.files if self._state else {}
+        self.storage.stats.add_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
         dataset = open_dataset(self.storage, self.lake_root, files, self.schema, self.root.partition_columns)
         return dataset.to_table(columns=selected, filter=to_arrow(predicate, self.schema))
 

@@ -15,7 +15,7 @@ import pyarrow.dataset as ds
 
 from lakeseek.exceptions import LakeNotFoundError
 from lakeseek.format.lineage import Lineage
-from lakeseek.io import FileStatus, Storage
+from lakeseek.io import Storage
 
 
 def is_hidden(name: str) -> bool:
@@ -23,27 +23,44 @@ def is_hidden(name: str) -> bool:
     return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
 
 
-def list_data_files(storage: Storage, lake_root: str, index_dir: str | None = None) -> dict[str, FileStatus]:
-    """Data files below ``lake_root`` by path relative to it, sorted by that path."""
+# A data file's identity for freshness checks: (size, modification time in ns).
+Stamp = tuple[int, int]
+
+
+def list_data_files(storage: Storage, lake_root: str, index_dir: str | None = None) -> dict[str, Stamp]:
+    """Data files below ``lake_root`` by path relative to it, with their stamps.
+
+    Runs on every query, so it avoids per-file work beyond reading each entry once.
+    """
     if not storage.is_dir(lake_root):
         raise LakeNotFoundError(f"lake not found: {lake_root} is not a directory")
     skip = f"{index_dir}/" if index_dir else None
-    found = {}
     prefix = len(lake_root) + 1
-    for status in storage.list_files(lake_root):
-        if skip and status.path.startswith(skip):
+    hidden_dirs: dict[str, bool] = {}
+    found = {}
+    for info in storage.list_tree(lake_root):
+        size = info.size  # None for directories (cheaper than asking for the type)
+        if size is None:
             continue
-        relative = status.path[prefix:]
-        if not any(is_hidden(part) for part in relative.split("/")):
-            found[relative] = status
-    return dict(sorted(found.items()))
+        path = info.path
+        if skip and path.startswith(skip):
+            continue
+        directory, _, name = path[prefix:].rpartition("/")
+        hidden = hidden_dirs.get(directory)
+        if hidden is None:
+            hidden = hidden_dirs[directory] = (
+                any(is_hidden(part) for part in directory.split("/")) if directory else False
+            )
+        if not hidden and not is_hidden(name):
+            found[path[prefix:]] = (size, info.mtime_ns or 0)
+    return found
 
 
 @dataclass(frozen=True)
 class LakeState:
     """The lake now, compared with an index's lineage."""
 
-    files: dict[str, FileStatus]
+    files: dict[str, Stamp]
     indexed: dict[int, str]  # file id -> relative path, for files unchanged since indexing
     new: list[str]
     changed: list[str]
@@ -59,20 +76,19 @@ class LakeState:
         return not (self.new or self.changed or self.removed)
 
 
-def compare(lineage: Lineage, files: dict[str, FileStatus]) -> LakeState:
+def compare(lineage: Lineage, files: dict[str, Stamp]) -> LakeState:
     indexed: dict[int, str] = {}
     changed: list[str] = []
     removed: list[str] = []
-    known = set()
     for file_id, path, size, mtime in zip(lineage.ids, lineage.paths, lineage.sizes, lineage.mtimes, strict=True):
-        known.add(path)
         current = files.get(path)
         if current is None:
             removed.append(path)
-        elif current.size == size and current.mtime_ns == mtime:
+        elif current == (size, mtime):
             indexed[file_id] = path
         else:
             changed.append(path)
+    known = set(lineage.paths)
     new = [path for path in files if path not in known]
     return LakeState(files, indexed, new, changed, removed)
 

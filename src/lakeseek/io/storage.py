@@ -108,6 +108,12 @@ class Storage:
         self.stats.add_list()
         return self.fs.get_file_info(path).type == pafs.FileType.Directory
 
+    def list_tree(self, directory: str) -> list[pafs.FileInfo]:
+        """Every entry below ``directory`` (files and directories); an absent one lists as empty."""
+        infos = self.fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
+        self.stats.add_list()
+        return infos
+
     def list_files(self, directory: str, *, recursive: bool = True) -> list[FileStatus]:
         """Files below ``directory``; an absent directory lists as empty."""
         selector = pafs.FileSelector(directory, recursive=recursive, allow_not_found=True)

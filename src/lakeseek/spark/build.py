@@ -47,8 +47,8 @@ from lakeseek.format.lineage import Lineage, write_lineage
 from lakeseek.format.root import ColumnIndex, LineageRef, Root
 from lakeseek.format.values import sort_key
 from lakeseek.index import Index, locate
-from lakeseek.io import FileStatus, Storage, storage_for
-from lakeseek.lake import list_data_files, partition_fields
+from lakeseek.io import Storage, storage_for
+from lakeseek.lake import Stamp, list_data_files, partition_fields
 from lakeseek.log import IndexLog
 from lakeseek.spark.progress import ProgressCallback, tracked
 from lakeseek.spark.schema import lake_schema
@@ -86,7 +86,7 @@ def create_index(
     log = IndexLog(storage, index_dir)
     if log.versions():
         raise IndexAlreadyExistsError(f"an index already exists at {index_dir}")
-    files = list_data_files(storage, lake_root, index_dir)
+    files = dict(sorted(list_data_files(storage, lake_root, index_dir).items()))
     if not files:
         raise LakeNotFoundError(f"no data files in {lake_root}")
     spark = spark or default_session()
@@ -139,20 +139,22 @@ class _Build:
         self.tmp_dir = f"{index_dir}/{TMP_DIR}/{build_id}"
 
     def run(
-        self, spark: SparkSession, names: list[str], files: dict[str, FileStatus], progress: ProgressCallback | None
+        self, spark: SparkSession, names: list[str], files: dict[str, Stamp], progress: ProgressCallback | None
     ) -> Root:
         started_ms = int(time.time() * 1000)
         lineage = Lineage(
             ids=list(range(len(files))),
             paths=list(files),
-            sizes=[s.size for s in files.values()],
-            mtimes=[s.mtime_ns for s in files.values()],
+            sizes=[size for size, _ in files.values()],
+            mtimes=[mtime for _, mtime in files.values()],
         )
         # Spark's own view of the lake: its schema (partition types included) is what to_spark uses.
         spark_schema = spark.read.parquet(self.storage.uri(self.lake_root)).schema
-        first = next(iter(files.values())).path
-        partition_columns = _partition_columns(spark_schema.names, next(iter(files)))
-        schema = lake_schema(spark_schema, pq.read_schema(first, filesystem=self.storage.fs), partition_columns)
+        first = next(iter(files))
+        partition_columns = _partition_columns(spark_schema.names, first)
+        schema = lake_schema(
+            spark_schema, pq.read_schema(f"{self.lake_root}/{first}", filesystem=self.storage.fs), partition_columns
+        )
         columns = [
             _Column(
                 field.name,
