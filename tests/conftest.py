@@ -1,36 +1,19 @@
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 
 import pytest
 
 from tests.lakes import INDEXABLE, make_typed_lake
 
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-
 
 @pytest.fixture(scope="session")
 def spark():
     """One SparkSession for the whole suite: local[2], UI off, few shuffle partitions."""
-    from pyspark.sql import SparkSession
+    from lakeseek.spark.session import configured_builder
 
-    from lakeseek.spark import session as defaults
-
-    log_config = os.path.join(os.path.dirname(defaults.__file__), "log4j2.properties")
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("lakeseek-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log_config}")
-        .getOrCreate()
-    )
+    session = configured_builder("local[2]", "2g", shuffle_partitions=2).config("spark.default.parallelism", "2")
+    session = session.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
