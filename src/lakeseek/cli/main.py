@@ -242,12 +242,13 @@ def _status_json(state: Any) -> dict:
     return asdict(state)
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
+    unit = "B"
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+            break
         n /= 1024
-    return f"{n} B"
+    return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
 
 
 def _percent(part: int, whole: int) -> str:

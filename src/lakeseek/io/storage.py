@@ -96,14 +96,6 @@ class Storage:
         return f"{self.scheme}://{path}"
 
     # -- metadata -------------------------------------------------------------------------
-    def info(self, path: str) -> FileStatus | None:
-        """The file at ``path``, or None when there is none (or it is a directory)."""
-        info = self.fs.get_file_info(path)
-        self.stats.add_list()
-        if info.type != pafs.FileType.File:
-            return None
-        return FileStatus(path, info.size, info.mtime_ns or 0)
-
     def is_dir(self, path: str) -> bool:
         self.stats.add_list()
         return self.fs.get_file_info(path).type == pafs.FileType.Directory
@@ -162,9 +154,6 @@ class Storage:
         finally:
             os.unlink(temporary)
         self.stats.add_write(len(data))
-
-    def delete(self, path: str) -> None:
-        self.fs.delete_file(path)
 
     def delete_dir(self, path: str) -> None:
         self.fs.delete_dir(path)
