@@ -82,13 +82,14 @@ def test_listing_once_reuses_the_first_listing(lake_copy):
 def test_large_lakes_keep_the_lineage_in_a_manifest(tmp_path, typed_lake, spark, monkeypatch):
     import shutil
 
-    from lakeseek.spark import build
+    from lakeseek.lifecycle import operations
 
     lake = str(tmp_path / "lake")
     shutil.copytree(typed_lake, lake, ignore=shutil.ignore_patterns("_lakeseek"))
-    monkeypatch.setattr(build, "INLINE_LINEAGE_MAX_FILES", 3)
+    monkeypatch.setattr(operations, "INLINE_LINEAGE_MAX_FILES", 3)
     lakeseek.create_index(lake, ["id", "name"], spark=spark)
     index = lakeseek.open_index(lake)
-    assert index.root.lineage.inline is None and index.root.lineage.path.endswith(".parquet")
+    (part,) = index.root.lineage.parts
+    assert part.inline is None and part.path.endswith(".parquet")
     os.remove(data_files(lake)[0])
     _assert_exact(lake)

@@ -1,12 +1,11 @@
 """lakeseek: needle-in-a-haystack lookups on Parquet data lakes, through an index stored in the lake.
 
 ``create_index`` builds an index with Spark; ``open_index`` opens one for lookups, which
-need no Spark.
+need no Spark. ``refresh_index``, ``optimize_index``, ``delete_index``, ``restore_index``,
+``vacuum_index``, ``cancel_operations`` and ``list_indexes`` manage its life.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
 
 from lakeseek.exceptions import (
     CommitFailedError,
@@ -16,6 +15,7 @@ from lakeseek.exceptions import (
     IndexNotFoundError,
     LakeNotFoundError,
     LakeseekError,
+    OperationCancelledError,
     PredicateError,
     PredicateParseError,
     PredicateTypeError,
@@ -24,29 +24,20 @@ from lakeseek.exceptions import (
     UnsupportedColumnError,
     UnsupportedPredicateError,
 )
-from lakeseek.index import Index, open_index
+from lakeseek.index import Index, IndexStatus, open_index
+from lakeseek.lifecycle.operations import (
+    VacuumResult,
+    cancel_operations,
+    create_index,
+    delete_index,
+    list_indexes,
+    optimize_index,
+    refresh_index,
+    restore_index,
+    vacuum_index,
+)
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-__version__ = "0.1.0"
-
-
-def create_index(
-    source: str,
-    columns: list[str] | str,
-    index: str | None = None,
-    spark: SparkSession | None = None,
-    **options: Any,
-) -> Index:
-    """Build an index of ``columns`` over the Parquet lake at ``source`` with Spark.
-
-    See :func:`lakeseek.spark.build.create_index` for the options.
-    """
-    from lakeseek.spark.build import create_index as build
-
-    return build(source, columns, index, spark, **options)
-
+__version__ = "0.2.0"
 
 __all__ = [
     "CommitFailedError",
@@ -55,6 +46,8 @@ __all__ = [
     "IndexCorruptError",
     "IndexFormatError",
     "IndexNotFoundError",
+    "IndexStatus",
+    "OperationCancelledError",
     "LakeNotFoundError",
     "LakeseekError",
     "PredicateError",
@@ -64,7 +57,15 @@ __all__ = [
     "UnknownColumnError",
     "UnsupportedColumnError",
     "UnsupportedPredicateError",
+    "VacuumResult",
     "__version__",
+    "cancel_operations",
     "create_index",
+    "delete_index",
+    "list_indexes",
     "open_index",
+    "optimize_index",
+    "refresh_index",
+    "restore_index",
+    "vacuum_index",
 ]

@@ -28,6 +28,10 @@ class CommitFailedError(LakeseekError):
     """Another writer committed the same log version first."""
 
 
+class OperationCancelledError(LakeseekError):
+    """``cancel`` stopped the operation before it committed."""
+
+
 class IndexCorruptError(LakeseekError):
     """An index or log file is truncated, garbled or missing."""
 

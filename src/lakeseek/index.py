@@ -9,57 +9,101 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 
-from lakeseek.exceptions import LakeNotFoundError, LakeseekError
+from lakeseek.exceptions import IndexCorruptError, LakeNotFoundError, LakeseekError
 from lakeseek.expressions import Predicate
 from lakeseek.expressions.arrow import to_arrow
 from lakeseek.expressions.binding import bind, resolve_column
 from lakeseek.expressions.sql import parse_where, to_spark_sql
-from lakeseek.format.root import Root
+from lakeseek.format.root import DELETED, Root
 from lakeseek.io import Storage, storage_for
 from lakeseek.lake import LakeState, compare, list_data_files, open_dataset
-from lakeseek.log import IndexLog
+from lakeseek.lifecycle.leases import Leases
+from lakeseek.lifecycle.log import IndexLog
 from lakeseek.lookup import IndexReader
-from lakeseek.planning import Plan, plan
+from lakeseek.planning import Plan, full_scan, plan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-DEFAULT_INDEX_DIR = "_lakeseek"
+DEFAULT_HOME = "_lakeseek"
+DEFAULT_NAME = "default"
+_VALID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 LakeListing = Literal["per_query", "once"]
 log = logging.getLogger("lakeseek")
 
 
-def locate(source: str, index: str | None = None) -> tuple[Storage, str, str]:
-    """The storage, lake root and index directory for a source and optional index location."""
+@dataclass(frozen=True)
+class Location:
+    """Where a lake and one of its indexes are: ``<home>/<name>``, home being ``SOURCE/_lakeseek``."""
+
+    storage: Storage
+    lake_root: str
+    home: str
+    name: str
+
+    @property
+    def index_dir(self) -> str:
+        return f"{self.home}/{self.name}"
+
+
+def index_names(storage: Storage, home: str) -> list[str]:
+    """Names of the indexes (committed or not) under an index home."""
+    return sorted(name for name in storage.list_dirs(home) if _VALID_NAME.fullmatch(name))
+
+
+def locate(source: str, index: str | None = None, name: str | None = None, *, existing: bool = True) -> Location:
+    """Where the lake at ``source`` and its index ``name`` are.
+
+    ``index`` is the index home when it is not ``SOURCE/_lakeseek``. Without a ``name``,
+    an existing index is chosen when the lake has just one (or one named "default").
+    """
     storage, lake_root = storage_for(source)
     if index is None:
-        return storage, lake_root, f"{lake_root}/{DEFAULT_INDEX_DIR}"
-    index_storage, index_dir = storage_for(index)
-    if index_storage is not storage:
-        raise LakeseekError("the index must live on the same storage as the lake")
-    return storage, lake_root, index_dir
+        home = f"{lake_root}/{DEFAULT_HOME}"
+    else:
+        index_storage, home = storage_for(index)
+        if index_storage is not storage:
+            raise LakeseekError("the index must live on the same storage as the lake")
+    if name is None:
+        name = _default_name(storage, home) if existing else DEFAULT_NAME
+    if not _VALID_NAME.fullmatch(name):
+        raise LakeseekError(f"invalid index name {name!r}: use letters, digits, '_', '-' and '.'")
+    return Location(storage, lake_root, home, name)
 
 
-def open_index(source: str, index: str | None = None, *, lake_listing: LakeListing = "per_query") -> Index:
-    """Open the latest committed index of the lake at ``source``.
+def _default_name(storage: Storage, home: str) -> str:
+    names = [n for n in index_names(storage, home) if storage.is_dir(f"{home}/{n}/log")]
+    if DEFAULT_NAME in names or not names:
+        return DEFAULT_NAME
+    if len(names) == 1:
+        return names[0]
+    raise LakeseekError(f"the lake has several indexes ({', '.join(names)}): choose one by name")
 
-    ``index`` is the index directory when it is not ``SOURCE/_lakeseek``.
+
+def open_index(
+    source: str, index: str | None = None, *, name: str | None = None, lake_listing: LakeListing = "per_query"
+) -> Index:
+    """Open the latest committed version of an index of the lake at ``source``.
+
+    ``name`` picks one of the lake's indexes (see :func:`locate`); ``index`` is the index
+    home when it is not ``SOURCE/_lakeseek``.
     ``lake_listing="per_query"`` (the default) lists the lake on every query, so files
     added, rewritten or removed since indexing are always accounted for. ``"once"`` reuses
     the first listing for the life of the Index, as a Spark DataFrame reuses its file
     index: faster lookups, but changes made to the lake afterwards are not seen until the
     index is opened again.
     """
-    storage, lake_root, index_dir = locate(source, index)
-    if not storage.is_dir(lake_root):
-        raise LakeNotFoundError(f"lake not found: {lake_root} is not a directory")
-    root = IndexLog(storage, index_dir).latest()
-    return Index(storage, lake_root, index_dir, root, lake_listing=lake_listing)
+    location = locate(source, index, name)
+    if not location.storage.is_dir(location.lake_root):
+        raise LakeNotFoundError(f"lake not found: {location.lake_root} is not a directory")
+    root = IndexLog(location.storage, location.index_dir).latest()
+    return Index(location, root, lake_listing=lake_listing)
 
 
 @dataclass(frozen=True)
@@ -68,6 +112,7 @@ class ColumnStatus:
     type: str
     entries: int
     index_files: int
+    segments: int
     bytes: int
 
 
@@ -75,37 +120,49 @@ class ColumnStatus:
 class IndexStatus:
     source: str
     index: str
+    name: str
+    state: str
     version: int
-    created_ms: int
+    last_operation: str
+    updated_ms: int
     columns: list[ColumnStatus]
     indexed_files: int
     lake_files: int
     new_files: list[str]
     changed_files: list[str]
     removed_files: list[str]
+    recorded_files: list[str]  # recorded by a quick refresh: scanned, not indexed
+    tombstoned_files: int  # removed or rewritten files whose entries lookups ignore until an optimize
     index_bytes: int
-    lake_bytes_indexed: int
+    running_operations: list[str]
+
+    @property
+    def is_fresh(self) -> bool:
+        return not (self.new_files or self.changed_files or self.removed_files or self.recorded_files)
 
 
 class Index:
     """One committed version of a lake's index."""
 
-    def __init__(
-        self, storage: Storage, lake_root: str, index_dir: str, root: Root, *, lake_listing: LakeListing = "per_query"
-    ) -> None:
+    def __init__(self, location: Location, root: Root, *, lake_listing: LakeListing = "per_query") -> None:
         if lake_listing not in ("per_query", "once"):
             raise ValueError(f"lake_listing must be 'per_query' or 'once', not {lake_listing!r}")
         self.lake_listing = lake_listing
-        self.storage = storage
-        self.lake_root = lake_root
-        self.index_dir = index_dir
+        self.location = location
+        self.storage = location.storage
+        self.lake_root = location.lake_root
+        self.index_dir = location.index_dir
         self.root = root
-        self.reader = IndexReader(storage, index_dir, root)
+        self.reader = IndexReader(self.storage, self.index_dir, root)
         self._state: LakeState | None = None  # the latest comparison, reused while the lake is unchanged
         self.last_plan: Plan | None = None  # the plan of the latest query, for callers that report staleness
 
     def __repr__(self) -> str:
-        return f"Index(source={self.source!r}, columns={self.columns}, version={self.version})"
+        return f"Index(source={self.source!r}, name={self.name!r}, columns={self.columns}, version={self.version})"
+
+    @property
+    def name(self) -> str:
+        return self.location.name
 
     @property
     def source(self) -> str:
@@ -163,29 +220,37 @@ class Index:
         """The lake now compared with what the index covers."""
         if self.lake_listing == "once" and self._state is not None:
             return self._state
-        files = list_data_files(self.storage, self.lake_root, self.index_dir)
+        files = self._list_lake()
         if self._state is None or self._state.files != files:
-            self._state = compare(self.reader.lineage(), files)
+            self._state = compare(self.reader.lineage(), files, self.reader.pending())
         return self._state
 
     def status(self) -> IndexStatus:
         state = self.lake_state()
+        leases = Leases(self.storage, self.index_dir).all()
         return IndexStatus(
             source=self.source,
             index=self._location(self.index_dir),
+            name=self.name,
+            state=self.root.state,
             version=self.version,
-            created_ms=self.root.timestamp_ms,
+            last_operation=self.root.operation,
+            updated_ms=self.root.timestamp_ms,
             columns=[
-                ColumnStatus(c.name, str(c.key_type), c.entries, len(c.files), c.size)
+                ColumnStatus(c.name, str(c.key_type), c.entries, len(c.files), len(c.segments), c.size)
                 for c in self.root.columns.values()
             ],
-            indexed_files=self.root.lineage.files,
+            indexed_files=len(self.reader.lineage()),
             lake_files=len(state.files),
             new_files=state.new,
             changed_files=state.changed,
             removed_files=state.removed,
+            recorded_files=state.recorded,
+            tombstoned_files=len(self.root.lineage.removed),
             index_bytes=self.root.index_bytes,
-            lake_bytes_indexed=self.root.lineage.lake_bytes,
+            running_operations=[
+                f"{lease.operation} ({lease.operation_id[:8]})" for lease in leases if lease.is_alive()
+            ],
         )
 
     # -- internals --------------------------------------------------------------------------
@@ -200,7 +265,15 @@ class Index:
         return dataset.to_table(columns=selected, filter=to_arrow(predicate, self.schema))
 
     def _plan(self, predicate: Predicate) -> Plan:
-        chosen = plan(predicate, self.reader, self.lake_state())
+        if self.root.state == DELETED:
+            chosen = full_scan(self._list_lake(), f"index '{self.name}' is deleted (restore it to use it)")
+        else:
+            try:
+                chosen = plan(predicate, self.reader, self.lake_state())
+            except IndexCorruptError as error:
+                # Never a wrong answer, and never none: a damaged index costs a full scan.
+                log.warning("the index is damaged (%s): every file is read; run a full refresh to repair it", error)
+                chosen = full_scan(self._list_lake(), f"the index is damaged: {error}")
         self.last_plan = chosen
         if chosen.unindexed_files or chosen.removed_files:
             log.info(
@@ -209,6 +282,9 @@ class Index:
                 chosen.removed_files,
             )
         return chosen
+
+    def _list_lake(self) -> dict:
+        return list_data_files(self.storage, self.lake_root, self.location.home)
 
     def _location(self, path: str) -> str:
         return path if self.storage.is_local else self.storage.uri(path)

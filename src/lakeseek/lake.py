@@ -62,35 +62,44 @@ class LakeState:
 
     files: dict[str, Stamp]
     indexed: dict[int, str]  # file id -> relative path, for files unchanged since indexing
-    new: list[str]
-    changed: list[str]
-    removed: list[str]
+    new: list[str]  # in the lake, unknown to the index
+    changed: list[str]  # indexed or recorded, then rewritten
+    removed: list[str]  # indexed or recorded, no longer in the lake
+    recorded: list[str]  # recorded by a quick refresh, unchanged since, not indexed
 
     @property
     def unindexed(self) -> list[str]:
         """Files the index knows nothing valid about: every query must read them."""
-        return self.new + self.changed
+        return self.new + self.changed + self.recorded
 
     @property
     def is_fresh(self) -> bool:
-        return not (self.new or self.changed or self.removed)
+        return not (self.new or self.changed or self.removed or self.recorded)
 
 
-def compare(lineage: Lineage, files: dict[str, Stamp]) -> LakeState:
+def compare(lineage: Lineage, files: dict[str, Stamp], pending: Lineage | None = None) -> LakeState:
+    """The lake's files against the indexed ``lineage`` and the quick-refresh ``pending`` files."""
     indexed: dict[int, str] = {}
+    recorded: list[str] = []
     changed: list[str] = []
     removed: list[str] = []
-    for file_id, path, size, mtime in zip(lineage.ids, lineage.paths, lineage.sizes, lineage.mtimes, strict=True):
-        current = files.get(path)
-        if current is None:
-            removed.append(path)
-        elif current == (size, mtime):
-            indexed[file_id] = path
-        else:
-            changed.append(path)
-    known = set(lineage.paths)
+    known: set[str] = set()
+    for listing, target in ((lineage, None), (pending, recorded)):
+        if listing is None:
+            continue
+        for file_id, path, size, mtime in zip(listing.ids, listing.paths, listing.sizes, listing.mtimes, strict=True):
+            known.add(path)
+            current = files.get(path)
+            if current is None:
+                removed.append(path)
+            elif current != (size, mtime):
+                changed.append(path)
+            elif target is None:
+                indexed[file_id] = path
+            else:
+                target.append(path)
     new = [path for path in files if path not in known]
-    return LakeState(files, indexed, new, changed, removed)
+    return LakeState(files, indexed, new, changed, removed, recorded)
 
 
 def partition_fields(schema: pa.Schema, partition_columns: tuple[str, ...]) -> pa.Schema:

@@ -3,7 +3,8 @@
 No Spark. A cold lookup of one value reads the index file's footer (one exact ranged read;
 the root gives its offset) and one chunk; footers stay cached in the reader, so a warm
 lookup is one read. A value outside every index file's range, or outside every chunk's
-range, reads nothing.
+range, reads nothing. Each segment of a column is searched; a delta segment whose bloom
+filter rules the value out costs no chunk read.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pyarrow.compute as pc
 
 from lakeseek.format.index_file import FILE_ID, KEY, IndexFileFooter, read_chunk, read_footer
 from lakeseek.format.lineage import Lineage, read_lineage
-from lakeseek.format.root import ColumnIndex, Root
+from lakeseek.format.root import ColumnIndex, LineagePart, Root
 from lakeseek.format.values import KeyValue
 from lakeseek.io import Storage
 
@@ -32,10 +33,19 @@ class IndexReader:
         self._lineage: Lineage | None = None
 
     def lineage(self) -> Lineage:
+        """The indexed files (tombstoned ones left out)."""
         if self._lineage is None:
-            reference = self.root.lineage
-            self._lineage = reference.inline or read_lineage(self.storage, f"{self.index_dir}/{reference.path}")
+            lineage = self.root.lineage
+            self._lineage = Lineage.concat([self._part(p) for p in lineage.parts]).without(lineage.removed)
         return self._lineage
+
+    def pending(self) -> Lineage:
+        """Files a quick refresh recorded without indexing them."""
+        part = self.root.lineage.pending
+        return Lineage.concat([]) if part is None else self._part(part)
+
+    def _part(self, part: LineagePart) -> Lineage:
+        return part.inline or read_lineage(self.storage, f"{self.index_dir}/{part.path}")
 
     def lookup(self, column: str, values: Iterable[KeyValue]) -> set[int]:
         """Ids of the indexed files holding any of ``values`` (None stands for NULL)."""
@@ -43,16 +53,17 @@ class IndexReader:
         wanted: dict[str, list[KeyValue]] = defaultdict(list)
         files = {}
         for value in {_as_key(v, index) for v in values}:
-            info = index.file_for(value)
-            if info is not None:
-                wanted[info.path].append(value)
-                files[info.path] = info
+            for segment in index.segments:
+                info = segment.file_for(value)
+                if info is not None:
+                    wanted[info.path].append(value)
+                    files[info.path] = info
         found: set[int] = set()
         for path, keys in wanted.items():
             footer = self._footer(index, files[path])
             chunks: dict[int, list[KeyValue]] = defaultdict(list)
             for key in keys:
-                chunk = footer.chunk_for(key)
+                chunk = footer.chunk_for(key) if footer.may_contain(key) else None
                 if chunk is not None:
                     chunks[chunk].append(key)
             for chunk, chunk_keys in sorted(chunks.items()):

@@ -19,6 +19,12 @@ class Plan:
     indexed_columns_used: tuple[str, ...]
     unindexed_files: int  # new or changed since indexing: always read
     removed_files: int  # indexed files no longer in the lake: skipped
+    reason: str | None = None  # why the index was not used, when it was not
+
+
+def full_scan(files: dict, reason: str) -> Plan:
+    """A plan that reads every file, because the index cannot be used at all."""
+    return Plan(sorted(files), len(files), False, (), len(files), 0, reason)
 
 
 def plan(predicate: Predicate, reader: IndexReader, state: LakeState) -> Plan:
@@ -36,6 +42,7 @@ def plan(predicate: Predicate, reader: IndexReader, state: LakeState) -> Plan:
         indexed_columns_used=tuple(dict.fromkeys(used)),
         unindexed_files=len(state.unindexed),
         removed_files=len(state.removed),
+        reason=None if ids is not None else "no indexed column narrows the predicate",
     )
 
 

@@ -70,26 +70,29 @@ def _handled(command: Callable[..., None]) -> Callable[..., None]:
 @click.option("-v", "--verbose", is_flag=True, help="Log what lakeseek does (to stderr).")
 def main(verbose: bool) -> None:
     """Find rows in Parquet data lakes through an index stored in the lake."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(name)s: %(message)s")
+    # Without -v the CLI reports what matters itself (notes on stderr), so the library's warnings stay quiet.
+    logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, format="%(name)s: %(message)s")
 
 
-_index_option = click.option("--index", "index_dir", default=None, help="Index directory (default: SOURCE/_lakeseek).")
+_index_option = click.option(
+    "--index", "index_dir", default=None, help="Index home directory (default: SOURCE/_lakeseek)."
+)
+_name_option = click.option(
+    "--name", default=None, help="Which of the lake's indexes (default: the only one, or 'default')."
+)
 _where_option = click.option("--where", "where", required=True, help="SQL predicate, e.g. \"id = 42 OR name = 'x'\".")
+_engine_option = click.option(
+    "--engine",
+    type=click.Choice(["spark", "local"]),
+    default=None,
+    help="Run the job on Spark, or in this process (small changes; no Spark start-up).",
+)
 
 
-@main.command()
-@click.argument("source")
-@click.option("--columns", required=True, help="Comma-separated columns to index.")
-@_index_option
-@click.option("--chunk-rows", type=click.IntRange(min=1), default=None, help="Index entries per chunk.")
-@_handled
-def create(source: str, columns: str, index_dir: str | None, chunk_rows: int | None) -> None:
-    """Build an index of COLUMNS over the Parquet lake at SOURCE (runs Spark)."""
+def _with_progress(work: Callable[[Callable[[str, int, int], None]], Any]) -> Any:
+    """Run ``work(progress)`` under a progress bar of its Spark tasks (on stderr)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    import lakeseek
-
-    options = {} if chunk_rows is None else {"chunk_rows": chunk_rows}
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -98,7 +101,7 @@ def create(source: str, columns: str, index_dir: str | None, chunk_rows: int | N
         console=stderr,
         transient=True,
     ) as bar:
-        tasks: dict[str, Any] = {"starting": bar.add_task("starting Spark", total=None)}
+        tasks: dict[str, Any] = {"starting": bar.add_task("working", total=None)}
 
         def progress(label: str, done: int, total: int) -> None:
             if label not in tasks:
@@ -106,10 +109,183 @@ def create(source: str, columns: str, index_dir: str | None, chunk_rows: int | N
                 tasks[label] = bar.add_task(label, total=None)
             bar.update(tasks[label], completed=done, total=max(total, 1))
 
-        index = lakeseek.create_index(source, columns, index_dir, progress=progress, **options)
+        return work(progress)
+
+
+@main.command()
+@click.argument("source")
+@click.option("--columns", required=True, help="Comma-separated columns to index.")
+@_index_option
+@_name_option
+@click.option("--chunk-rows", type=click.IntRange(min=1), default=None, help="Index entries per chunk.")
+@_handled
+def create(source: str, columns: str, index_dir: str | None, name: str | None, chunk_rows: int | None) -> None:
+    """Build an index of COLUMNS over the Parquet lake at SOURCE (runs Spark).
+
+    On an index that exists, adds the COLUMNS it lacks.
+    """
+    import lakeseek
+
+    options = {} if chunk_rows is None else {"chunk_rows": chunk_rows}
+    index = _with_progress(
+        lambda progress: lakeseek.create_index(source, columns, index_dir, name=name, progress=progress, **options)
+    )
     status = index.status()
     summary = ", ".join(f"{c.name} ({c.entries:,} entries, {_size(c.bytes)})" for c in status.columns)
-    stdout.print(f"indexed {status.indexed_files:,} files of {index.source}: {summary}", markup=False)
+    stdout.print(
+        f"index '{index.name}' version {index.version}: indexed {status.indexed_files:,} files of {index.source}: {summary}",
+        markup=False,
+    )
+
+
+@main.command()
+@click.argument("source")
+@click.option(
+    "--mode",
+    type=click.Choice(["full", "incremental", "quick"]),
+    default="incremental",
+    show_default=True,
+    help="full: rebuild; incremental: index changed files as a new segment; quick: record changes only.",
+)
+@_engine_option
+@_index_option
+@_name_option
+@_handled
+def refresh(source: str, mode: str, engine: str | None, index_dir: str | None, name: str | None) -> None:
+    """Bring the index of SOURCE up to date with the lake."""
+    import lakeseek
+
+    before = open_index(source, index_dir, name=name).version
+    index = _with_progress(
+        lambda progress: lakeseek.refresh_index(
+            source, mode, index_dir, name=name, engine=engine or "spark", progress=progress
+        )
+    )
+    _report_change(index, before)
+
+
+@main.command()
+@click.argument("source")
+@click.option(
+    "--mode",
+    type=click.Choice(["quick", "full"]),
+    default="quick",
+    show_default=True,
+    help="quick: merge delta segments; full: fold them into the main index and drop removed files' entries.",
+)
+@_engine_option
+@_index_option
+@_name_option
+@_handled
+def optimize(source: str, mode: str, engine: str | None, index_dir: str | None, name: str | None) -> None:
+    """Compact the index of SOURCE after incremental refreshes."""
+    import lakeseek
+
+    before = open_index(source, index_dir, name=name).version
+    index = _with_progress(
+        lambda progress: lakeseek.optimize_index(source, mode, index_dir, name=name, engine=engine, progress=progress)
+    )
+    _report_change(index, before)
+
+
+@main.command()
+@click.argument("source")
+@_index_option
+@_name_option
+@_handled
+def delete(source: str, index_dir: str | None, name: str | None) -> None:
+    """Soft-delete the index: queries stop using it; `restore` brings it back, `vacuum` clears it."""
+    import lakeseek
+
+    index = lakeseek.delete_index(source, index_dir, name=name)
+    stdout.print(f"index '{index.name}' deleted (version {index.version}); queries now scan the lake", markup=False)
+
+
+@main.command()
+@click.argument("source")
+@_index_option
+@_name_option
+@_handled
+def restore(source: str, index_dir: str | None, name: str | None) -> None:
+    """Undo a delete."""
+    import lakeseek
+
+    index = lakeseek.restore_index(source, index_dir, name=name)
+    stdout.print(f"index '{index.name}' restored (version {index.version})", markup=False)
+
+
+@main.command()
+@click.argument("source")
+@click.option(
+    "--retain-hours",
+    type=click.FloatRange(min=0),
+    default=168.0,
+    show_default=True,
+    help="Keep versions this recent (readers that opened them keep working).",
+)
+@_index_option
+@_name_option
+@_handled
+def vacuum(source: str, retain_hours: float, index_dir: str | None, name: str | None) -> None:
+    """Delete index files no retained version uses, old versions, and crashed writers' leftovers."""
+    import lakeseek
+
+    result = lakeseek.vacuum_index(source, index_dir, name=name, retention_hours=retain_hours)
+    stdout.print(
+        f"deleted {result.files_deleted:,} files ({_size(result.bytes_deleted)}), "
+        f"{result.versions_deleted:,} old versions; cleared {result.operations_recovered} dead operations",
+        markup=False,
+    )
+
+
+@main.command()
+@click.argument("source")
+@_index_option
+@_name_option
+@_handled
+def cancel(source: str, index_dir: str | None, name: str | None) -> None:
+    """Cancel running or crashed operations on the index and delete what they wrote."""
+    import lakeseek
+
+    cancelled = lakeseek.cancel_operations(source, index_dir, name=name)
+    if not cancelled:
+        stdout.print("no operation in progress")
+    for lease in cancelled:
+        stdout.print(
+            f"cancelled {lease.operation} ({lease.operation_id}) of pid {lease.pid} on {lease.host}", markup=False
+        )
+
+
+@main.command()
+@click.argument("source")
+@_index_option
+@click.option("--format", "output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_handled
+def indexes(source: str, index_dir: str | None, output: str) -> None:
+    """List the indexes of SOURCE: state, columns, size, staleness, segments, last operation."""
+    import lakeseek
+
+    states = [index.status() for index in lakeseek.list_indexes(source, index_dir)]
+    if output == "json":
+        sys.stdout.write(json.dumps([_status_json(s) for s in states], indent=2) + "\n")
+        return
+    if not states:
+        stdout.print("no indexes")
+        return
+    view = Table("name", "state", "version", "columns", "size", "segments", "stale files", "last operation", box=None)
+    for s in states:
+        stale = len(s.new_files) + len(s.changed_files) + len(s.removed_files) + len(s.recorded_files)
+        view.add_row(
+            s.name,
+            s.state,
+            str(s.version),
+            ", ".join(c.name for c in s.columns),
+            _size(s.index_bytes),
+            str(max((c.segments for c in s.columns), default=0)),
+            f"{stale:,}",
+            f"{s.last_operation} ({_when(s.updated_ms)})",
+        )
+    stdout.print(view)
 
 
 @main.command()
@@ -118,13 +294,14 @@ def create(source: str, columns: str, index_dir: str | None, chunk_rows: int | N
 @click.option("--columns", default=None, help="Comma-separated columns to output (default: all).")
 @click.option("--format", "output", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @_index_option
+@_name_option
 @_handled
-def query(source: str, where: str, columns: str | None, output: str, index_dir: str | None) -> None:
+def query(source: str, where: str, columns: str | None, output: str, index_dir: str | None, name: str | None) -> None:
     """Print the rows of SOURCE matching --where, reading only the files the index points at."""
-    index = open_index(source, index_dir)
+    index = open_index(source, index_dir, name=name)
     selected = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     table = index.read(where, selected)
-    _note_staleness(index)
+    _note_plan(index)
     if output == "csv":
         _write_csv(table)
     elif output == "json":
@@ -138,45 +315,66 @@ def query(source: str, where: str, columns: str | None, output: str, index_dir: 
 @click.argument("source")
 @_where_option
 @_index_option
+@_name_option
 @_handled
-def files(source: str, where: str, index_dir: str | None) -> None:
+def files(source: str, where: str, index_dir: str | None, name: str | None) -> None:
     """Print the data files that may hold rows matching --where, one per line."""
-    index = open_index(source, index_dir)
+    index = open_index(source, index_dir, name=name)
     for path in index.files(where):
         sys.stdout.write(path + "\n")
-    _note_staleness(index)
+    _note_plan(index)
 
 
 @main.command()
 @click.argument("source")
 @_index_option
+@_name_option
 @click.option("--format", "output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @_handled
-def status(source: str, index_dir: str | None, output: str) -> None:
-    """Show the index of SOURCE: columns, files covered, and what changed in the lake since."""
-    state = open_index(source, index_dir).status()
+def status(source: str, index_dir: str | None, name: str | None, output: str) -> None:
+    """Show an index of SOURCE: columns, segments, files covered, and what changed in the lake since."""
+    state = open_index(source, index_dir, name=name).status()
     if output == "json":
         sys.stdout.write(json.dumps(_status_json(state), indent=2) + "\n")
         return
-    created = dt.datetime.fromtimestamp(state.created_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     stdout.print(f"lake      {state.source}", markup=False)
-    stdout.print(f"index     {state.index} (version {state.version}, built {created})", markup=False)
     stdout.print(
-        f"size      {_size(state.index_bytes)} ({_percent(state.index_bytes, state.lake_bytes_indexed)} "
-        f"of the {_size(state.lake_bytes_indexed)} indexed)",
+        f"index     {state.index} ('{state.name}', {state.state}, version {state.version}: "
+        f"{state.last_operation} at {_when(state.updated_ms)})",
         markup=False,
     )
-    columns = Table("column", "type", "entries", "index files", "size", box=None, pad_edge=False)
+    stdout.print(f"size      {_size(state.index_bytes)}", markup=False)
+    columns = Table("column", "type", "entries", "segments", "index files", "size", box=None, pad_edge=False)
     for c in state.columns:
-        columns.add_row(c.name, c.type, f"{c.entries:,}", str(c.index_files), _size(c.bytes))
+        columns.add_row(c.name, c.type, f"{c.entries:,}", str(c.segments), str(c.index_files), _size(c.bytes))
     stdout.print(columns)
-    fresh = not (state.new_files or state.changed_files or state.removed_files)
     stdout.print(
         f"files     {state.indexed_files:,} indexed, {state.lake_files:,} in the lake now: "
-        f"{len(state.new_files):,} new, {len(state.changed_files):,} changed, {len(state.removed_files):,} removed"
-        + ("" if fresh else " (queries read new and changed files without the index)"),
+        f"{len(state.new_files):,} new, {len(state.changed_files):,} changed, {len(state.removed_files):,} removed, "
+        f"{len(state.recorded_files):,} recorded by a quick refresh"
+        + ("" if state.is_fresh else " (queries read new, changed and recorded files without the index)"),
         markup=False,
     )
+    if state.tombstoned_files:
+        stdout.print(f"tombstones {state.tombstoned_files:,} removed files (optimize --mode full drops them)")
+    for operation in state.running_operations:
+        stdout.print(f"running   {operation}", markup=False)
+
+
+def _report_change(index: Index, before: int) -> None:
+    if index.version == before:
+        stdout.print(f"index '{index.name}' is up to date (version {index.version}); nothing to do", markup=False)
+        return
+    segments = max((len(c.segments) for c in index.root.columns.values()), default=0)
+    stdout.print(
+        f"index '{index.name}' version {index.version} ({index.root.operation}): "
+        f"{len(index.reader.lineage()):,} files indexed, {segments} segment{'s' if segments != 1 else ''}",
+        markup=False,
+    )
+
+
+def _when(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @main.command()
@@ -191,9 +389,11 @@ def demo(directory: str, rows: int, file_count: int) -> None:
     run_demo(directory, rows, file_count, stdout, stderr)
 
 
-def _note_staleness(index: Index) -> None:
+def _note_plan(index: Index) -> None:
     plan = index.last_plan
-    if plan is not None and (plan.unindexed_files or plan.removed_files):
+    if plan is not None and plan.reason and plan.reason.startswith(("the index", "index ")):
+        stderr.print(f"note: {plan.reason}; every file was read", markup=False)
+    elif plan is not None and (plan.unindexed_files or plan.removed_files):
         stderr.print(
             f"note: the index is stale: {plan.unindexed_files} new or changed files were read without it, "
             f"{plan.removed_files} removed files skipped (see `lakeseek status`)",

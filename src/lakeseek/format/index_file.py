@@ -9,6 +9,7 @@ every chunk's ``[min, max]``, so once the footer is read the one chunk to read i
 
 from __future__ import annotations
 
+import base64
 import bisect
 import json
 import zlib
@@ -23,12 +24,14 @@ import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format import values
+from lakeseek.format.bloom import BloomFilter
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import Storage
 
 KEY = "key"
 FILE_ID = "file_id"
 CHUNKS_METADATA = b"lakeseek.chunks"
+BLOOM_METADATA = b"lakeseek.bloom"
 DEFAULT_CHUNK_ROWS = 32_768
 
 
@@ -80,12 +83,18 @@ class IndexFileInfo:
 
 # -- writing -----------------------------------------------------------------------------
 def write_index_file(
-    batches: Iterable[pa.RecordBatch], key_type: pa.DataType, chunk_rows: int = DEFAULT_CHUNK_ROWS
+    batches: Iterable[pa.RecordBatch],
+    key_type: pa.DataType,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    *,
+    bloom: bool = False,
 ) -> tuple[bytes, dict] | None:
     """Encode sorted ``(key, file_id)`` batches as one index file.
 
-    Duplicate entries are dropped. Returns the file's bytes and its root entry
-    (without ``path``), or None when there were no entries.
+    Duplicate entries are dropped. With ``bloom``, the footer carries a bloom filter of
+    the keys (delta segments: lookups skip the segments that cannot hold a value).
+    Returns the file's bytes and its root entry (without ``path``), or None when there
+    were no entries.
     """
     schema = entry_schema(key_type)
     sink = pa.BufferOutputStream()
@@ -94,6 +103,7 @@ def write_index_file(
     entries = 0
     first: KeyValue = None
     last: KeyValue = None
+    keys: list[pa.Array] = []
     for chunk in _chunks(_deduplicated(batches, schema), chunk_rows):
         low, high = chunk.column(KEY)[0].as_py(), chunk.column(KEY)[-1].as_py()
         if writer is None:
@@ -106,9 +116,15 @@ def write_index_file(
         chunk_ranges.append([values.encode(low, key_type), values.encode(high, key_type)])
         writer.write_table(chunk, row_group_size=chunk.num_rows)
         entries += chunk.num_rows
+        if bloom:
+            keys.append(pc.unique(chunk.column(KEY).combine_chunks()))
     if writer is None:
         return None
-    writer.add_key_value_metadata({CHUNKS_METADATA: json.dumps(chunk_ranges)})
+    metadata = {CHUNKS_METADATA: json.dumps(chunk_ranges)}
+    if bloom:
+        distinct = pa.concat_arrays(keys).to_pylist()
+        metadata[BLOOM_METADATA] = base64.b64encode(BloomFilter.build(distinct).to_bytes()).decode()
+    writer.add_key_value_metadata(metadata)
     writer.close()
     data = sink.getvalue().to_pybytes()
     footer_length = int.from_bytes(data[-8:-4], "little")
@@ -185,6 +201,18 @@ def _chunks(tables: Iterable[pa.Table], chunk_rows: int) -> Iterator[pa.Table]:
         yield pa.concat_tables(pending).combine_chunks()
 
 
+def split_at_key_changes(table: pa.Table, max_rows: int) -> list[pa.Table]:
+    """Sorted entries cut into pieces of about ``max_rows``, never between entries of one key."""
+    pieces = []
+    while table.num_rows > max_rows:
+        cut = _first_key_change(table.column(KEY).combine_chunks(), max_rows)
+        if cut is None:
+            break
+        pieces.append(table.slice(0, cut))
+        table = table.slice(cut)
+    return [*pieces, table]
+
+
 def _first_key_change(keys: pa.Array, start: int) -> int | None:
     changed = pc.invert(_same(keys[start:], keys[start - 1 : -1]))
     position = pc.index(changed, True).as_py()
@@ -197,6 +225,10 @@ class IndexFileFooter:
     metadata: pq.FileMetaData
     chunk_min: list[KeyValue]
     chunk_max: list[KeyValue]
+    bloom: BloomFilter | None = None
+
+    def may_contain(self, value: KeyValue) -> bool:
+        return self.bloom is None or self.bloom.may_contain(value)
 
     def chunk_for(self, value: KeyValue) -> int | None:
         """The chunk whose range holds ``value``, if any."""
@@ -229,6 +261,8 @@ def read_footer(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.D
     try:
         metadata = pq.read_metadata(pa.BufferReader(tail))
         ranges = json.loads(metadata.metadata[CHUNKS_METADATA])
+        bloom_text = metadata.metadata.get(BLOOM_METADATA)
+        bloom = None if bloom_text is None else BloomFilter.from_bytes(base64.b64decode(bloom_text))
     except (pa.ArrowException, KeyError, ValueError, TypeError) as error:
         raise IndexCorruptError(f"index file {path} has an unreadable footer") from error
     if len(ranges) != metadata.num_row_groups:
@@ -237,6 +271,7 @@ def read_footer(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.D
         metadata=metadata,
         chunk_min=[values.decode(low, key_type) for low, _ in ranges],
         chunk_max=[values.decode(high, key_type) for _, high in ranges],
+        bloom=bloom,
     )
 
 
@@ -258,3 +293,18 @@ def read_chunk(storage: Storage, path: str, footer: IndexFileFooter, chunk: int)
         return parquet.read_row_group(chunk)
     except (pa.ArrowException, OSError) as error:
         raise IndexCorruptError(f"index file {path} is corrupt: {error}") from error
+
+
+def read_entries(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.DataType) -> pa.Table:
+    """Every entry of an index file (for optimize), with its footer and page checksums verified."""
+    try:
+        data = storage.read(path)
+    except FileNotFoundError as error:
+        raise IndexCorruptError(f"index file {path} is missing") from error
+    if len(data) != info.size or zlib.crc32(data[info.footer_offset :]) != info.footer_crc32:
+        raise IndexCorruptError(f"index file {path} is truncated or corrupt (footer checksum mismatch)")
+    try:
+        table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
+    except (pa.ArrowException, OSError) as error:
+        raise IndexCorruptError(f"index file {path} is corrupt: {error}") from error
+    return table.cast(entry_schema(key_type))

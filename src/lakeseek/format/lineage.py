@@ -37,6 +37,26 @@ class Lineage:
     def __len__(self) -> int:
         return len(self.ids)
 
+    @classmethod
+    def concat(cls, parts: list[Lineage]) -> Lineage:
+        return cls(
+            [i for p in parts for i in p.ids],
+            [x for p in parts for x in p.paths],
+            [x for p in parts for x in p.sizes],
+            [x for p in parts for x in p.mtimes],
+        )
+
+    def without(self, removed: frozenset[int]) -> Lineage:
+        if not removed:
+            return self
+        keep = [n for n, file_id in enumerate(self.ids) if file_id not in removed]
+        return Lineage(
+            [self.ids[n] for n in keep],
+            [self.paths[n] for n in keep],
+            [self.sizes[n] for n in keep],
+            [self.mtimes[n] for n in keep],
+        )
+
     def to_table(self) -> pa.Table:
         return pa.table([self.ids, self.paths, self.sizes, self.mtimes], schema=SCHEMA)
 

@@ -2,7 +2,7 @@
 
 A root lists, per indexed column, its index files with their key ranges and the exact
 byte range of their footers, plus the lake's schema and a reference to the lineage
-manifest. It is small (a few hundred bytes per index file) and is stored as the JSON
+manifest parts. It is small (a few hundred bytes per index file) and is stored as the JSON
 body of a log entry, so finding and reading the latest root is one read.
 """
 
@@ -19,15 +19,17 @@ from lakeseek.format.index_file import IndexFileInfo
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import KeyValue, sort_key
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
-class ColumnIndex:
-    """The index of one column: disjoint index files ordered by key range."""
+class Segment:
+    """Index files of one column written by one operation: disjoint key ranges, sorted.
 
-    name: str
-    key_type: pa.DataType
+    The first segment of a column is its main index; incremental refreshes add delta
+    segments (with bloom filters) until an optimize folds them back in.
+    """
+
     files: tuple[IndexFileInfo, ...]
     _mins: list[tuple] = field(default_factory=list, repr=False, compare=False)
 
@@ -50,24 +52,47 @@ class ColumnIndex:
         candidate = self.files[position]
         return candidate if sort_key(value) <= sort_key(candidate.max) else None
 
+
+@dataclass(frozen=True)
+class ColumnIndex:
+    """The index of one column: its segments, main first."""
+
+    name: str
+    key_type: pa.DataType
+    segments: tuple[Segment, ...]
+
+    @property
+    def files(self) -> list[IndexFileInfo]:
+        return [f for segment in self.segments for f in segment.files]
+
+    @property
+    def entries(self) -> int:
+        return sum(s.entries for s in self.segments)
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
     def to_json(self) -> dict:
         return {
             "type": str(self.key_type),
             "key_type": values.serialize_type(self.key_type),
             "entries": self.entries,
-            "files": [f.to_json(self.key_type) for f in self.files],
+            "segments": [[f.to_json(self.key_type) for f in s.files] for s in self.segments],
         }
 
     @classmethod
     def from_json(cls, name: str, raw: dict) -> ColumnIndex:
         key_type = values.deserialize_type(raw["key_type"])
-        files = tuple(IndexFileInfo.from_json(f, key_type) for f in raw["files"])
-        return cls(name, key_type, files)
+        segments = tuple(
+            Segment(tuple(IndexFileInfo.from_json(f, key_type) for f in files)) for files in raw["segments"]
+        )
+        return cls(name, key_type, segments)
 
 
 @dataclass(frozen=True)
-class LineageRef:
-    """Where the lineage is: inline in the root (small lakes: no extra read), or a manifest."""
+class LineagePart:
+    """Some indexed data files: inline in the root (no extra read), or a Parquet manifest."""
 
     files: int
     lake_bytes: int
@@ -89,7 +114,7 @@ class LineageRef:
         return body
 
     @classmethod
-    def from_json(cls, raw: dict) -> LineageRef:
+    def from_json(cls, raw: dict) -> LineagePart:
         inline = raw.get("inline")
         return cls(
             files=int(raw["files"]),
@@ -103,21 +128,106 @@ class LineageRef:
 
 
 @dataclass(frozen=True)
+class LineageSet:
+    """The data files an index version covers.
+
+    A refresh appends a part instead of rewriting the list, so a commit costs the size of
+    the change, not of the lake. ``removed`` holds tombstoned file ids: files removed or
+    rewritten since they were indexed; lookups ignore their entries and a full optimize
+    drops them. ``pending`` lists files a quick refresh recorded without indexing them:
+    every query reads them (hybrid scan). File ids are never reused.
+    """
+
+    parts: tuple[LineagePart, ...]
+    removed: frozenset[int]
+    next_file_id: int
+    pending: LineagePart | None = None
+
+    @property
+    def size(self) -> int:
+        return sum(p.size for p in self.parts) + (self.pending.size if self.pending else 0)
+
+    @property
+    def indexed_files(self) -> int:
+        return sum(p.files for p in self.parts) - len(self.removed)
+
+    @property
+    def pending_files(self) -> int:
+        return self.pending.files if self.pending else 0
+
+    @property
+    def inline_files(self) -> int:
+        parts = [*self.parts, self.pending] if self.pending else self.parts
+        return sum(p.files for p in parts if p.inline is not None)
+
+    def to_json(self) -> dict:
+        return {
+            "parts": [p.to_json() for p in self.parts],
+            "removed": sorted(self.removed),
+            "next_file_id": self.next_file_id,
+            "pending": None if self.pending is None else self.pending.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict) -> LineageSet:
+        pending = raw.get("pending")
+        return cls(
+            parts=tuple(LineagePart.from_json(p) for p in raw["parts"]),
+            removed=frozenset(int(i) for i in raw["removed"]),
+            next_file_id=int(raw["next_file_id"]),
+            pending=None if pending is None else LineagePart.from_json(pending),
+        )
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """How the index is built; refreshes and optimizes keep it."""
+
+    chunk_rows: int
+    entries_per_index_file: int
+
+    def to_json(self) -> dict:
+        return {"chunk_rows": self.chunk_rows, "entries_per_index_file": self.entries_per_index_file}
+
+    @classmethod
+    def from_json(cls, raw: dict) -> IndexConfig:
+        return cls(int(raw["chunk_rows"]), int(raw["entries_per_index_file"]))
+
+
+ACTIVE = "active"
+DELETED = "deleted"
+
+
+@dataclass(frozen=True)
 class Root:
     """One committed version of an index."""
 
     version: int
     operation: str
     timestamp_ms: int
+    state: str  # ACTIVE, or DELETED: kept on storage but not used by queries
+    data_version: int  # the version that last changed the lineage: a refresh's work is valid on top of it
+    config: IndexConfig
     schema: pa.Schema
     spark_schema: str
     partition_columns: tuple[str, ...]
     columns: dict[str, ColumnIndex]
-    lineage: LineageRef
+    lineage: LineageSet
 
     @property
     def index_bytes(self) -> int:
         return sum(c.size for c in self.columns.values()) + self.lineage.size
+
+    @property
+    def segments(self) -> int:
+        return max((len(c.segments) for c in self.columns.values()), default=0)
+
+    def referenced_paths(self) -> set[str]:
+        """Files of the index directory this version needs, relative to it."""
+        paths = {f.path for c in self.columns.values() for f in c.files}
+        parts = [*self.lineage.parts, self.lineage.pending] if self.lineage.pending else self.lineage.parts
+        paths.update(p.path for p in parts if p.path is not None)
+        return paths
 
     def to_json(self) -> dict:
         return {
@@ -126,6 +236,9 @@ class Root:
             "version": self.version,
             "operation": self.operation,
             "timestamp_ms": self.timestamp_ms,
+            "state": self.state,
+            "data_version": self.data_version,
+            "config": self.config.to_json(),
             "schema": values.serialize_schema(self.schema),
             "spark_schema": self.spark_schema,
             "partition_columns": list(self.partition_columns),
@@ -147,11 +260,14 @@ class Root:
                 version=int(raw["version"]),
                 operation=str(raw["operation"]),
                 timestamp_ms=int(raw["timestamp_ms"]),
+                state=str(raw["state"]),
+                data_version=int(raw["data_version"]),
+                config=IndexConfig.from_json(raw["config"]),
                 schema=values.deserialize_schema(raw["schema"]),
                 spark_schema=str(raw["spark_schema"]),
                 partition_columns=tuple(raw["partition_columns"]),
                 columns={n: ColumnIndex.from_json(n, c) for n, c in raw["columns"].items()},
-                lineage=LineageRef.from_json(raw["lineage"]),
+                lineage=LineageSet.from_json(raw["lineage"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise IndexCorruptError(f"index log entry is malformed ({error!r})") from error

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import uuid
@@ -113,6 +114,12 @@ class Storage:
         self.stats.add_list()
         return [FileStatus(i.path, i.size, i.mtime_ns or 0) for i in infos if i.type == pafs.FileType.File]
 
+    def list_dirs(self, directory: str) -> list[str]:
+        """Names of the directories directly in ``directory``; an absent one lists as empty."""
+        infos = self.fs.get_file_info(pafs.FileSelector(directory, recursive=False, allow_not_found=True))
+        self.stats.add_list()
+        return [i.base_name for i in infos if i.type == pafs.FileType.Directory]
+
     # -- reads ----------------------------------------------------------------------------
     def read(self, path: str) -> bytes:
         with self.fs.open_input_file(path) as f:
@@ -134,7 +141,7 @@ class Storage:
             out.write(data)
         self.stats.add_write(len(data))
 
-    def put_if_absent(self, path: str, data: bytes) -> None:
+    def put_if_absent(self, path: str, data: bytes, owner: str = "") -> None:
         """Create ``path`` holding ``data`` atomically, or raise ``FileExistsError``.
 
         The one commit primitive of lakeseek: readers see either no file or the whole file,
@@ -144,7 +151,8 @@ class Storage:
             raise LakeseekError(f"atomic put-if-absent commits are not supported on {self.fs.type_name} storage yet")
         directory = _parent(path)
         os.makedirs(directory, exist_ok=True)
-        temporary = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
+        # Named after its owner (an operation id) so that a crash's leftover can be attributed and vacuumed.
+        temporary = os.path.join(directory, f".tmp-{owner}-{uuid.uuid4().hex}")
         with open(temporary, "wb") as out:
             out.write(data)
             out.flush()
@@ -157,6 +165,15 @@ class Storage:
 
     def delete_dir(self, path: str) -> None:
         self.fs.delete_dir(path)
+
+    def delete_file(self, path: str) -> None:
+        """Delete a file; one already gone is not an error (another cleaner got there first)."""
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.delete_file(path)
+
+    def is_file(self, path: str) -> bool:
+        self.stats.add_list()
+        return self.fs.get_file_info(path).type == pafs.FileType.File
 
 
 def _parent(path: str) -> str:

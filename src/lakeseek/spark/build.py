@@ -1,7 +1,7 @@
-"""Create an index with Spark (the paper's Algorithm 1).
+"""The index-building job (the paper's Algorithm 1), run by a :mod:`~lakeseek.spark.runner`.
 
-Spark schedules two stages of Arrow-native Python tasks (pyarrow does the per-row work;
-Spark's row-based sort and its JVM-to-Python transfer would cost several times more):
+Two stages of Arrow-native tasks (pyarrow does the per-row work; Spark's row-based sort
+and its JVM-to-Python transfer would cost several times more):
 
 0. the driver samples keys from a few files and picks range boundaries per column;
 1. *scan*: each task reads a group of lake files once, for all columns, and emits each
@@ -9,111 +9,51 @@ Spark's row-based sort and its JVM-to-Python transfer would cost several times m
 2. *write*: each task takes one key range of one column, sorts its pairs and writes one
    index file of bounded chunks (so index files cover disjoint, ordered key ranges).
 
-The driver then writes the lineage and commits the root as log version 0. Spill files
-live under ``<index>/_tmp/<build id>/`` and are removed once the index is committed.
+The result is one segment per column: a whole index when ``create`` runs it over the lake,
+a delta segment (with bloom filters) when a refresh runs it over new files. Everything is
+written under the operation's id (``data/<id>/``, spills in ``_tmp/<id>/``), so files of
+an operation that never commits are known and vacuumed.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from py4j.protocol import Py4JError
-from pyspark.errors import PySparkException
-from pyspark.sql import SparkSession
 
-from lakeseek.exceptions import (
-    CommitFailedError,
-    IndexAlreadyExistsError,
-    LakeNotFoundError,
-    LakeseekError,
-    SparkJobError,
-    UnsupportedColumnError,
-)
+from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.binding import resolve_column
 from lakeseek.format import values
-from lakeseek.format.index_file import DEFAULT_CHUNK_ROWS, KEY, IndexFileInfo, entry_schema, write_index_file
-from lakeseek.format.lineage import Lineage, write_lineage
-from lakeseek.format.root import ColumnIndex, LineageRef, Root
+from lakeseek.format.index_file import KEY, IndexFileInfo, entry_schema, write_index_file
+from lakeseek.format.lineage import Lineage
+from lakeseek.format.root import IndexConfig, Segment
 from lakeseek.format.values import sort_key
-from lakeseek.index import Index, locate
 from lakeseek.io import Storage, storage_for
-from lakeseek.lake import Stamp, list_data_files, partition_fields
-from lakeseek.log import IndexLog
-from lakeseek.spark.progress import ProgressCallback, tracked
+from lakeseek.lake import partition_fields
+from lakeseek.spark.runner import Runner, spark_errors
 from lakeseek.spark.schema import lake_schema
-from lakeseek.spark.session import default_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 TMP_DIR = "_tmp"
-# Index entries per index file (one write task each); fewer files when the lake is small.
-ENTRIES_PER_INDEX_FILE = 4_000_000
+DATA_DIR = "data"
 # Lake bytes per scan task.
 BYTES_PER_SCAN_TASK = 64 * 2**20
 SAMPLE_FILES = 24
-# Up to this many files the lineage lives inside the root, so a cold lookup needs no extra read.
-INLINE_LINEAGE_MAX_FILES = 20_000
-
-
-def create_index(
-    source: str,
-    columns: list[str] | str,
-    index: str | None = None,
-    spark: SparkSession | None = None,
-    *,
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
-    entries_per_index_file: int = ENTRIES_PER_INDEX_FILE,
-    progress: ProgressCallback | None = None,
-) -> Index:
-    """Index ``columns`` of the Parquet lake at ``source`` and return the new index.
-
-    The index goes to ``SOURCE/_lakeseek`` unless ``index`` names another directory.
-    ``spark`` defaults to a local session. ``chunk_rows`` bounds a chunk (the unit a
-    lookup reads); ``entries_per_index_file`` sets how many index files (and write tasks)
-    a column gets. ``progress`` receives (label, done, total) task counts while Spark runs.
-    """
-    storage, lake_root, index_dir = locate(source, index)
-    names = _column_list(columns)
-    log = IndexLog(storage, index_dir)
-    if log.versions():
-        raise IndexAlreadyExistsError(f"an index already exists at {index_dir}")
-    files = dict(sorted(list_data_files(storage, lake_root, index_dir).items()))
-    if not files:
-        raise LakeNotFoundError(f"no data files in {lake_root}")
-    spark = spark or default_session()
-    build = _Build(storage, lake_root, index_dir, uuid.uuid4().hex, chunk_rows, entries_per_index_file)
-    try:
-        root = build.run(spark, names, files, progress)
-    except (PySparkException, Py4JError) as error:
-        raise SparkJobError(_spark_message(error)) from error
-    finally:
-        build.clean_up()
-    try:
-        log.commit(root)
-    except CommitFailedError as error:
-        raise IndexAlreadyExistsError(f"another writer created an index at {index_dir} first") from error
-    return Index(storage, lake_root, index_dir, root)
-
-
-def _column_list(columns: list[str] | str) -> list[str]:
-    names = [c.strip() for c in columns.split(",")] if isinstance(columns, str) else list(columns)
-    names = list(dict.fromkeys(n for n in names if n))
-    if not names:
-        raise UnsupportedColumnError("no columns to index")
-    return names
+SCAN_TASKS_PER_CORE = 2
 
 
 @dataclass(frozen=True)
-class _Column:
+class IndexedColumn:
     """An indexed column as the tasks need it (plain data: it is pickled to executors)."""
 
     name: str
@@ -126,74 +66,77 @@ class _Column:
         return values.deserialize_type(self.key_type_text)
 
 
-class _Build:
-    def __init__(
-        self, storage: Storage, lake_root: str, index_dir: str, build_id: str, chunk_rows: int, entries_per_file: int
-    ) -> None:
-        self.storage = storage
-        self.lake_root = lake_root
-        self.index_dir = index_dir
-        self.build_id = build_id
-        self.chunk_rows = chunk_rows
-        self.entries_per_file = entries_per_file
-        self.tmp_dir = f"{index_dir}/{TMP_DIR}/{build_id}"
+def indexed_columns(names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[IndexedColumn]:
+    """The lake columns behind ``names`` (case-insensitive), checked to be indexable."""
+    fields = [resolve_column(name, schema) for name in names]
+    return [
+        IndexedColumn(
+            field.name,
+            schema.get_field_index(field.name),
+            values.serialize_type(values.key_type_for(field.type, field.name)),
+            field.name in partition_columns,
+        )
+        for field in fields
+    ]
 
-    def run(
-        self, spark: SparkSession, names: list[str], files: dict[str, Stamp], progress: ProgressCallback | None
-    ) -> Root:
-        started_ms = int(time.time() * 1000)
-        lineage = Lineage(
-            ids=list(range(len(files))),
-            paths=list(files),
-            sizes=[size for size, _ in files.values()],
-            mtimes=[mtime for _, mtime in files.values()],
-        )
-        # Spark's own view of the lake: its schema (partition types included) is what to_spark uses.
-        spark_schema = spark.read.parquet(self.storage.uri(self.lake_root)).schema
-        first = next(iter(files))
-        partition_columns = _partition_columns(spark_schema.names, first)
-        schema = lake_schema(
-            spark_schema, pq.read_schema(f"{self.lake_root}/{first}", filesystem=self.storage.fs), partition_columns
-        )
-        columns = [
-            _Column(
-                field.name,
-                i,
-                values.serialize_type(values.key_type_for(field.type, field.name)),
-                field.name in partition_columns,
-            )
-            for i, field in enumerate(resolve_column(name, schema) for name in names)
-        ]
-        boundaries = self._boundaries(columns, lineage, schema, partition_columns)
+
+@dataclass
+class IndexJob:
+    """Index some lake files into one new segment per column."""
+
+    storage: Storage
+    lake_root: str
+    index_dir: str
+    operation_id: str
+    schema: pa.Schema
+    partition_columns: tuple[str, ...]
+    config: IndexConfig
+    parallelism: int = 2
+
+    @property
+    def tmp_dir(self) -> str:
+        return f"{self.index_dir}/{TMP_DIR}/{self.operation_id}"
+
+    def run(self, runner: Runner, columns: list[IndexedColumn], files: Lineage, *, bloom: bool) -> dict[str, Segment]:
+        try:
+            return self._run(runner, columns, files, bloom)
+        finally:
+            if self.storage.is_dir(self.tmp_dir):
+                self.storage.delete_dir(self.tmp_dir)
+
+    def _run(self, runner: Runner, columns: list[IndexedColumn], files: Lineage, bloom: bool) -> dict[str, Segment]:
+        if not len(files):
+            return {c.name: Segment(()) for c in columns}
+        boundaries = self._boundaries(columns, files)
         scan = _ScanSpec(
             self.storage.uri(self.lake_root),
             self.storage.uri(self.tmp_dir),
-            values.serialize_schema(schema),
-            tuple(partition_columns),
+            values.serialize_schema(self.schema),
+            self.partition_columns,
             tuple(columns),
             {c.name: [values.encode(b, c.key_type) for b in boundaries[c.name]] for c in columns},
         )
-        groups = _groups(lineage, spark.sparkContext.defaultParallelism)
-        with tracked(spark, "scanning the lake", progress):
-            spills = _run_tasks(spark, [(scan, group) for group in groups], _scan_task)
+        groups = _groups(files, self.parallelism)
+        spills = runner.run("scanning the lake", [(scan, group) for group in groups], _scan_task)
         by_range: dict[tuple[int, int], list[str]] = defaultdict(list)
         for spill in spills:
             by_range[(spill["column"], spill["range"])].append(spill["path"])
+        by_position = {c.position: c for c in columns}
         write_tasks = [
             (
                 _WriteSpec(
                     self.storage.uri(self.index_dir),
-                    f"data/{self.build_id}/c{position}",
-                    columns[position],
-                    self.chunk_rows,
+                    f"{DATA_DIR}/{self.operation_id}/c{position}",
+                    by_position[position],
+                    self.config.chunk_rows,
+                    bloom,
                 ),
                 paths,
             )
             for (position, _), paths in sorted(by_range.items())
         ]
-        with tracked(spark, "writing index files", progress):
-            written = _run_tasks(spark, write_tasks, _write_task)
-        index_columns = {}
+        written = runner.run("writing index files", write_tasks, _write_task)
+        segments = {}
         for column in columns:
             infos = sorted(
                 (
@@ -206,47 +149,47 @@ class _Build:
             for before, after in itertools.pairwise(infos):
                 if not sort_key(before.max) < sort_key(after.min):
                     raise LakeseekError(f"index files of '{column.name}' overlap; index not committed")
-            index_columns[column.name] = ColumnIndex(column.name, column.key_type, tuple(infos))
-        return Root(
-            version=0,
-            operation="create",
-            timestamp_ms=started_ms,
-            schema=schema,
-            spark_schema=spark_schema.json(),
-            partition_columns=tuple(partition_columns),
-            columns=index_columns,
-            lineage=self._lineage_ref(lineage),
-        )
+            segments[column.name] = Segment(tuple(infos))
+        return segments
 
-    def _lineage_ref(self, lineage: Lineage) -> LineageRef:
-        if len(lineage) <= INLINE_LINEAGE_MAX_FILES:
-            return LineageRef(len(lineage), sum(lineage.sizes), 0, inline=lineage)
-        path = f"lineage/{self.build_id}.parquet"
-        size = write_lineage(self.storage, f"{self.index_dir}/{path}", lineage)
-        return LineageRef(len(lineage), sum(lineage.sizes), size, path=path)
-
-    def _boundaries(
-        self, columns: list[_Column], lineage: Lineage, schema: pa.Schema, partition_columns: list[str]
-    ) -> dict[str, list]:
+    def _boundaries(self, columns: list[IndexedColumn], files: Lineage) -> dict[str, list]:
         """Range boundaries per column, from the distinct keys of a few evenly spread files."""
-        step = max(1, len(lineage) // SAMPLE_FILES)
-        sampled = list(zip(lineage.ids[::step], lineage.paths[::step], strict=True))
-        reader = _FileReader(self.storage, self.lake_root, schema, tuple(partition_columns))
+        step = max(1, len(files) // SAMPLE_FILES)
+        sampled = files.paths[::step]
+        reader = _FileReader(self.storage, self.lake_root, self.schema, self.partition_columns)
         keys: dict[str, list[pa.Array]] = defaultdict(list)
-        for _, path in sampled:
+        for path in sampled:
             for column, distinct in reader.distinct_keys(path, columns).items():
                 keys[column].append(distinct)
-        scale = len(lineage) / len(sampled)
+        scale = len(files) / len(sampled)
         boundaries = {}
         for column in columns:
             sample = pa.concat_arrays(keys[column.name]) if keys[column.name] else pa.array([], column.key_type)
-            ranges = max(1, math.ceil(len(sample) * scale / self.entries_per_file))
+            ranges = max(1, math.ceil(len(sample) * scale / self.config.entries_per_index_file))
             boundaries[column.name] = _quantiles(sample, ranges)
         return boundaries
 
-    def clean_up(self) -> None:
-        if self.storage.is_dir(self.tmp_dir):
-            self.storage.delete_dir(self.tmp_dir)
+
+def new_operation_id() -> str:
+    return uuid.uuid4().hex
+
+
+def discover_lake(spark: SparkSession, storage: Storage, lake_root: str, first_file: str) -> LakeSchema:
+    """The lake's schema as Spark reads it (partition types included: ``to_spark`` relies on them)."""
+    with spark_errors():
+        spark_schema = spark.read.parquet(storage.uri(lake_root)).schema
+    partition_columns = tuple(_partition_columns(spark_schema.names, first_file))
+    physical = pq.read_schema(f"{lake_root}/{first_file}", filesystem=storage.fs)
+    return LakeSchema(
+        lake_schema(spark_schema, physical, list(partition_columns)), spark_schema.json(), partition_columns
+    )
+
+
+@dataclass(frozen=True)
+class LakeSchema:
+    schema: pa.Schema
+    spark_schema: str
+    partition_columns: tuple[str, ...]
 
 
 def _partition_columns(names: list[str], first_file: str) -> list[str]:
@@ -267,7 +210,8 @@ def _quantiles(sample: pa.Array, ranges: int) -> list:
 def _groups(lineage: Lineage, parallelism: int) -> list[list[tuple[int, str]]]:
     """Files split into scan tasks of about BYTES_PER_SCAN_TASK, at least two per core."""
     total = sum(lineage.sizes)
-    count = max(1, min(len(lineage), max(2 * parallelism, math.ceil(total / BYTES_PER_SCAN_TASK))))
+    least = SCAN_TASKS_PER_CORE * parallelism
+    count = max(1, min(len(lineage), max(least, math.ceil(total / BYTES_PER_SCAN_TASK))))
     target = total / count
     groups: list[list[tuple[int, str]]] = [[]]
     filled = 0
@@ -280,30 +224,14 @@ def _groups(lineage: Lineage, parallelism: int) -> list[list[tuple[int, str]]]:
     return groups
 
 
-# -- tasks (run on Spark executors) -------------------------------------------------------
-def _run_tasks(spark: SparkSession, tasks: list, function: Callable) -> list[dict]:
-    """Run ``function(*task)`` for every task, one Spark partition each; gather their JSON results."""
-    if not tasks:
-        return []
-
-    def run_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for task_number in batch.column(0).to_pylist():
-                results = function(*tasks[task_number])
-                yield pa.RecordBatch.from_pydict({"result": [json.dumps(r) for r in results]})
-
-    numbered = spark.range(0, len(tasks), 1, numPartitions=len(tasks))
-    rows = numbered.mapInArrow(run_partition, "result string").collect()
-    return [json.loads(row["result"]) for row in rows]
-
-
+# -- tasks (run on Spark executors, or in process) -------------------------------------
 @dataclass(frozen=True)
 class _ScanSpec:
     lake_uri: str
     tmp_uri: str
     schema_text: str
     partition_columns: tuple[str, ...]
-    columns: tuple[_Column, ...]
+    columns: tuple[IndexedColumn, ...]
     boundaries: dict[str, list]
 
 
@@ -315,7 +243,7 @@ class _FileReader:
         self.lake_root = lake_root
         self.partitioning = ds.HivePartitioning(partition_fields(schema, partition_columns), segment_encoding="uri")
 
-    def distinct_keys(self, path: str, columns: tuple[_Column, ...] | list[_Column]) -> dict[str, pa.Array]:
+    def distinct_keys(self, path: str, columns: tuple[IndexedColumn, ...] | list[IndexedColumn]) -> dict[str, pa.Array]:
         file = pq.ParquetFile(f"{self.lake_root}/{path}", filesystem=self.storage.fs)
         physical = {name.lower(): name for name in file.schema_arrow.names}
         wanted = [physical[c.name.lower()] for c in columns if not c.is_partition and c.name.lower() in physical]
@@ -381,8 +309,9 @@ def _range_numbers(keys: pa.ChunkedArray, boundaries: list) -> pa.Array:
 class _WriteSpec:
     index_uri: str
     prefix: str
-    column: _Column
+    column: IndexedColumn
     chunk_rows: int
+    bloom: bool
 
 
 def _write_task(spec: _WriteSpec, spill_paths: list[str]) -> list[dict]:
@@ -392,7 +321,10 @@ def _write_task(spec: _WriteSpec, spill_paths: list[str]) -> list[dict]:
     # Each file's pairs are distinct (scan tasks dedupe per file), so sorting by key alone suffices.
     order = pc.sort_indices(entries, sort_keys=[(KEY, "ascending", "at_start")])
     result = write_index_file(
-        entries.take(order).to_batches(max_chunksize=spec.chunk_rows), spec.column.key_type, spec.chunk_rows
+        entries.take(order).to_batches(max_chunksize=spec.chunk_rows),
+        spec.column.key_type,
+        spec.chunk_rows,
+        bloom=spec.bloom,
     )
     if result is None:
         return []
@@ -400,12 +332,3 @@ def _write_task(spec: _WriteSpec, spill_paths: list[str]) -> list[dict]:
     path = f"{spec.prefix}-{uuid.uuid4().hex}.parquet"
     storage.write(f"{index_dir}/{path}", data)
     return [{"column": spec.column.position, "info": {"path": path, **info}}]
-
-
-def _spark_message(error: Exception) -> str:
-    text = str(error)
-    for line in reversed(text.splitlines()):
-        if "lakeseek" in line and "Error" in line:
-            return line.strip()
-    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
-    return f"Spark job failed: {first}"

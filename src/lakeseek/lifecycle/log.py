@@ -37,6 +37,9 @@ class IndexLog:
                 found.append(int(stem))
         return sorted(found)
 
+    def delete(self, version: int) -> None:
+        self.storage.delete_file(self.entry_path(version))
+
     def latest(self) -> Root:
         versions = self.versions()
         if not versions:
@@ -51,10 +54,10 @@ class IndexLog:
             raise IndexNotFoundError(f"index version {version} not found at {path}") from error
         return Root.from_json(decode_entry(data, path))
 
-    def commit(self, root: Root) -> None:
+    def commit(self, root: Root, owner: str = "") -> None:
         """Commit ``root`` as its version, or raise CommitFailedError if that version exists."""
         try:
-            self.storage.put_if_absent(self.entry_path(root.version), encode_entry(root.to_json()))
+            self.storage.put_if_absent(self.entry_path(root.version), encode_entry(root.to_json()), owner)
         except FileExistsError as error:
             raise CommitFailedError(f"another writer committed index version {root.version} first") from error
 
