@@ -1,0 +1,258 @@
+"""The index through its life: refreshes, optimizes, delete/restore, vacuum, leases and races."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import pytest
+
+import lakeseek
+from lakeseek.exceptions import IndexAlreadyExistsError, LakeseekError, OperationCancelledError
+from lakeseek.lifecycle.leases import Lease, Leases
+from tests.lakes import data_files
+from tests.lifecycle import LakeChanger, assert_exact
+
+pytestmark = pytest.mark.spark
+
+OPERATIONS = [
+    ("refresh", "incremental"),
+    ("refresh", "incremental"),
+    ("refresh", "quick"),
+    ("refresh", "full"),
+    ("optimize", "quick"),
+    ("optimize", "full"),
+    ("delete", None),
+    ("restore", None),
+    ("vacuum", None),
+]
+
+
+def _apply(lake: str, operation: str, mode: str | None, spark) -> None:
+    if operation == "refresh":
+        lakeseek.refresh_index(lake, mode, engine="local")
+    elif operation == "optimize":
+        lakeseek.optimize_index(lake, mode, engine="local")
+    elif operation == "delete":
+        if lakeseek.open_index(lake).root.state == "active":
+            lakeseek.delete_index(lake)
+    elif operation == "restore":
+        if lakeseek.open_index(lake).root.state == "deleted":
+            lakeseek.restore_index(lake)
+    else:
+        lakeseek.vacuum_index(lake, retention_hours=0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_changes_and_operations_stay_exact(lake_copy, spark, seed):
+    rng = random.Random(seed)
+    changer = LakeChanger(lake_copy, rng)
+    for _ in range(14):
+        for _ in range(rng.randrange(0, 3)):
+            changer.random_change()
+        operation, mode = rng.choice(OPERATIONS)
+        if lakeseek.open_index(lake_copy).root.state == "deleted" and operation in ("refresh", "optimize"):
+            operation, mode = "restore", None
+        _apply(lake_copy, operation, mode, spark)
+        index = assert_exact(lake_copy, rng)
+        lineage = index.reader.lineage()
+        assert len(set(lineage.paths)) == len(lineage.paths), "a file is indexed twice"
+        assert not set(lineage.ids) & index.root.lineage.removed
+
+
+def test_incremental_refresh_adds_a_segment_and_tombstones(lake_copy):
+    rng = random.Random(1)
+    changer = LakeChanger(lake_copy, rng)
+    before = lakeseek.open_index(lake_copy)
+    main_files = {f.path for f in before.root.columns["id"].files}
+    changer.append()
+    removed = changer.remove()
+    changer.rewrite()
+    after = lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    segments = after.root.columns["id"].segments
+    assert len(segments) == 2 and {f.path for f in segments[0].files} == main_files  # not rewritten
+    assert len(after.root.lineage.removed) == 2  # the removed and the rewritten file
+    assert after.status().is_fresh and removed
+    assert_exact(lake_copy, rng)
+    status = after.status()
+    assert status.tombstoned_files == 2 and status.columns[0].segments == 2
+
+
+def test_quick_refresh_records_files_for_hybrid_scan(lake_copy):
+    rng = random.Random(2)
+    changer = LakeChanger(lake_copy, rng)
+    added = changer.append()
+    index = lakeseek.refresh_index(lake_copy, "quick")
+    state = index.lake_state()
+    assert os.path.relpath(added, lake_copy) in state.recorded and not state.new
+    assert index.root.segments == 1  # nothing indexed
+    assert_exact(lake_copy, rng)
+    indexed = lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    assert indexed.lake_state().is_fresh and indexed.root.lineage.pending is None
+    assert_exact(lake_copy, rng)
+
+
+def test_optimize_folds_segments_back(lake_copy, spark):
+    rng = random.Random(3)
+    changer = LakeChanger(lake_copy, rng)
+    original = lakeseek.open_index(lake_copy).root.columns["id"].segments[0].files
+    for _ in range(3):
+        changer.append()
+        lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    changer.remove()
+    lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    assert lakeseek.open_index(lake_copy).root.columns["id"].segments.__len__() == 4
+    quick = lakeseek.optimize_index(lake_copy, "quick")
+    assert len(quick.root.columns["id"].segments) == 2
+    assert_exact(lake_copy, rng)
+    full = lakeseek.optimize_index(lake_copy, "full", spark=spark)
+    column = full.root.columns["id"]
+    assert len(column.segments) == 1 and not full.root.lineage.removed and len(full.root.lineage.parts) == 1
+    # Algorithm 2: ranges that received no new ids and lost no files keep their index files.
+    kept = {f.path for f in original} & {f.path for f in column.files}
+    assert kept, "every index file was rewritten"
+    assert_exact(lake_copy, rng)
+    assert lakeseek.optimize_index(lake_copy, "full", spark=spark).version == full.version  # nothing left to do
+
+
+def test_delete_restore_and_vacuum(lake_copy):
+    rng = random.Random(4)
+    deleted = lakeseek.delete_index(lake_copy)
+    plan = deleted.plan("id = 5")
+    assert not plan.index_used and "deleted" in plan.reason and len(plan.files) == plan.total_files
+    assert_exact(lake_copy, rng)
+    with pytest.raises(LakeseekError, match="already deleted"):
+        lakeseek.delete_index(lake_copy)
+    with pytest.raises(LakeseekError, match="restore it first"):
+        lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    lakeseek.restore_index(lake_copy)
+    assert lakeseek.open_index(lake_copy).plan("id = 5").index_used
+    LakeChanger(lake_copy, rng).append()
+    lakeseek.refresh_index(lake_copy, "full", engine="local")
+    index_dir = f"{lake_copy}/_lakeseek/default"
+    kept = lakeseek.vacuum_index(lake_copy)  # default retention keeps recent versions
+    assert kept.files_deleted == 0 and kept.versions_deleted == 0
+    result = lakeseek.vacuum_index(lake_copy, retention_hours=0)
+    assert result.files_deleted > 0 and result.versions_deleted == 3
+    latest = lakeseek.open_index(lake_copy)
+    on_disk = {
+        os.path.relpath(os.path.join(d, n), index_dir) for d, _, names in os.walk(index_dir) for n in names
+    }
+    assert on_disk == latest.root.referenced_paths() | {f"log/{latest.version:020d}.json"}
+    assert_exact(lake_copy, rng)
+
+
+def test_create_adds_columns_and_named_indexes(lake_copy, spark):
+    rng = random.Random(5)
+    with pytest.raises(IndexAlreadyExistsError, match="already covers"):
+        lakeseek.create_index(lake_copy, ["id"], spark=spark)
+    LakeChanger(lake_copy, rng).rewrite()
+    other = lakeseek.create_index(lake_copy, ["code"], spark=spark, name="codes")
+    assert other.name == "codes" and other.columns == ["code"]
+    assert {i.name for i in lakeseek.list_indexes(lake_copy)} == {"default", "codes"}
+    assert lakeseek.open_index(lake_copy).name == "default"  # "default" wins when there are several
+    assert_exact(lake_copy, rng, name="codes")
+    assert_exact(lake_copy, rng)
+
+
+def test_a_dead_operation_is_recovered_by_the_next(lake_copy):
+    index_dir = f"{lake_copy}/_lakeseek/default"
+    leases = Leases(lakeseek.open_index(lake_copy).storage, index_dir)
+    dead = Lease("deadbeef" * 4, "refresh incremental", os.uname().nodename, 2**22 + 12345, 0, 2**62)
+    with open(leases.path(dead.operation_id), "w") as f:
+        json.dump(dead.__dict__, f)
+    debris = f"{index_dir}/data/{dead.operation_id}/c0-x.parquet"
+    os.makedirs(os.path.dirname(debris))
+    open(debris, "wb").write(b"half an index file")
+    assert lakeseek.open_index(lake_copy).status().running_operations == []
+    LakeChanger(lake_copy, random.Random(6)).append()
+    lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    assert not os.path.exists(debris) and not os.path.exists(leases.path(dead.operation_id))
+
+
+def test_cancel_stops_an_operation_before_it_commits(lake_copy, monkeypatch):
+    from lakeseek.spark import build
+
+    real = build.IndexJob.run
+    cancelled = []
+
+    def run_then_get_cancelled(self, *args, **kwargs):
+        segments = real(self, *args, **kwargs)
+        cancelled.extend(lakeseek.cancel_operations(lake_copy))
+        return segments
+
+    monkeypatch.setattr(build.IndexJob, "run", run_then_get_cancelled)
+    LakeChanger(lake_copy, random.Random(7)).append()
+    version = lakeseek.open_index(lake_copy).version
+    with pytest.raises(OperationCancelledError):
+        lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    assert [lease.operation for lease in cancelled] == ["refresh incremental"]
+    assert lakeseek.open_index(lake_copy).version == version
+    assert not os.listdir(f"{lake_copy}/_lakeseek/default/_leases")
+    assert not os.path.exists(f"{lake_copy}/_lakeseek/default/data/{cancelled[0].operation_id}")
+
+
+def test_optimize_rebases_over_a_refresh_that_committed_first(lake_copy, monkeypatch):
+    """The loser of a race re-applies its still-valid work on top of the winner."""
+    rng = random.Random(8)
+    changer = LakeChanger(lake_copy, rng)
+    for _ in range(2):
+        changer.append()
+        lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    from lakeseek.spark import fold
+
+    real = fold.merge_deltas
+    raced = []
+
+    def merge_while_another_refreshes(*args, **kwargs):
+        if not raced:
+            raced.append(changer.append())
+            lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fold, "merge_deltas", merge_while_another_refreshes)
+    optimized = lakeseek.optimize_index(lake_copy, "quick")
+    assert optimized.root.operation == "optimize quick" and optimized.version == 4
+    assert len(optimized.root.columns["id"].segments) == 3  # main, merged, and the racing refresh's delta
+    assert optimized.lake_state().is_fresh
+    assert_exact(lake_copy, rng)
+
+
+def test_refresh_redoes_its_work_when_another_refresh_won(lake_copy, monkeypatch):
+    rng = random.Random(9)
+    changer = LakeChanger(lake_copy, rng)
+    changer.append()
+    from lakeseek.spark import build
+
+    real = build.IndexJob.run
+    raced = []
+
+    def run_while_another_refreshes(self, *args, **kwargs):
+        if not raced:
+            raced.append(True)
+            lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(build.IndexJob, "run", run_while_another_refreshes)
+    changer.append()
+    index = lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    lineage = index.reader.lineage()
+    assert len(set(lineage.paths)) == len(lineage.paths) == len(data_files(lake_copy))
+    assert index.lake_state().is_fresh
+    assert_exact(lake_copy, rng)
+
+
+def test_snapshot_readers_survive_optimize_and_vacuum(lake_copy):
+    rng = random.Random(10)
+    changer = LakeChanger(lake_copy, rng)
+    changer.append()
+    lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    reader = lakeseek.open_index(lake_copy)
+    expected = reader.read("code = 7")
+    changer.append()
+    lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    lakeseek.optimize_index(lake_copy, "full", engine="local")
+    lakeseek.vacuum_index(lake_copy)  # within retention: the old version's files stay
+    assert reader.read("code = 7").num_rows >= expected.num_rows
+    assert reader.plan("code = 7").index_used
