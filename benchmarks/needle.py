@@ -257,12 +257,12 @@ def _report(results: dict, out: Path) -> None:
         f"{files['cold_reads_max']} |",
         f"| warm (root, footers cached) | {files['warm_p50_ms']:.2f} ms | {files['warm_p99_ms']:.2f} ms | "
         f"{files['warm_reads_max']} |",
-        f"| warm, `lake_listing=\"once\"` | {files['warm_listing_once_p50_ms']:.2f} ms | "
+        f'| warm, `lake_listing="once"` | {files["warm_listing_once_p50_ms"]:.2f} ms | '
         f"{files['warm_listing_once_p99_ms']:.2f} ms | {files['warm_reads_max']} |",
         "",
         f"By default every lookup lists the lake to find files changed since indexing "
         f"(p50 {files['lake_listing_p50_ms']:.2f} ms of the warm figure, for "
-        f"{results['lake']['files']:,} files); `lake_listing=\"once\"` reuses the first listing.",
+        f'{results["lake"]["files"]:,} files); `lake_listing="once"` reuses the first listing.',
         "",
         "## Needle query `SELECT * FROM lake WHERE col = X` (median of the needles)",
         "",

@@ -91,8 +91,12 @@ def typed_rows(rng: random.Random, start_id: int, count: int) -> list[dict]:
 
 
 def write_file(path: str, rows: list[dict]) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path)
+    """Write a data file as lake writers do: to a hidden name, then renamed into place."""
+    directory, name = os.path.split(path)
+    os.makedirs(directory, exist_ok=True)
+    hidden = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), hidden)
+    os.replace(hidden, path)
 
 
 def make_typed_lake(root: str, files_per_region: int = 3, rows_per_file: int = 150, seed: int = 1) -> None:

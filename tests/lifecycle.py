@@ -78,4 +78,3 @@ def assert_exact(root: str, rng: random.Random, *, name: str | None = None) -> l
         assert ids(index.read(where)) == ids(expected), where
         assert set(index.files(where)) >= {r["__file"] for r in expected}, where
     return index
-

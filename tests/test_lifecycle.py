@@ -136,9 +136,7 @@ def test_delete_restore_and_vacuum(lake_copy):
     result = lakeseek.vacuum_index(lake_copy, retention_hours=0)
     assert result.files_deleted > 0 and result.versions_deleted == 3
     latest = lakeseek.open_index(lake_copy)
-    on_disk = {
-        os.path.relpath(os.path.join(d, n), index_dir) for d, _, names in os.walk(index_dir) for n in names
-    }
+    on_disk = {os.path.relpath(os.path.join(d, n), index_dir) for d, _, names in os.walk(index_dir) for n in names}
     assert on_disk == latest.root.referenced_paths() | {f"log/{latest.version:020d}.json"}
     assert_exact(lake_copy, rng)
 
@@ -164,7 +162,8 @@ def test_a_dead_operation_is_recovered_by_the_next(lake_copy):
         json.dump(dead.__dict__, f)
     debris = f"{index_dir}/data/{dead.operation_id}/c0-x.parquet"
     os.makedirs(os.path.dirname(debris))
-    open(debris, "wb").write(b"half an index file")
+    with open(debris, "wb") as f:
+        f.write(b"half an index file")
     assert lakeseek.open_index(lake_copy).status().running_operations == []
     LakeChanger(lake_copy, random.Random(6)).append()
     lakeseek.refresh_index(lake_copy, "incremental", engine="local")

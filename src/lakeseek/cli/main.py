@@ -133,7 +133,8 @@ def create(source: str, columns: str, index_dir: str | None, name: str | None, c
     status = index.status()
     summary = ", ".join(f"{c.name} ({c.entries:,} entries, {_size(c.bytes)})" for c in status.columns)
     stdout.print(
-        f"index '{index.name}' version {index.version}: indexed {status.indexed_files:,} files of {index.source}: {summary}",
+        f"index '{index.name}' version {index.version}: "
+        f"indexed {status.indexed_files:,} files of {index.source}: {summary}",
         markup=False,
     )
 

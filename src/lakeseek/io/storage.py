@@ -137,7 +137,12 @@ class Storage:
     def write(self, path: str, data: bytes) -> None:
         """Write a file under a name nobody else writes (unique names, not yet referenced)."""
         self.fs.create_dir(_parent(path), recursive=True)
-        with self.fs.open_output_stream(path) as out:
+        try:
+            stream = self.fs.open_output_stream(path)
+        except FileNotFoundError:  # a cleaner removed the directory while it was still empty
+            self.fs.create_dir(_parent(path), recursive=True)
+            stream = self.fs.open_output_stream(path)
+        with stream as out:
             out.write(data)
         self.stats.add_write(len(data))
 

@@ -18,6 +18,7 @@ removes the versions past their retention.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from lakeseek.spark.build import IndexedColumn, IndexJob
     from lakeseek.spark.progress import ProgressCallback
 
+logger = logging.getLogger("lakeseek")
 # Index entries per index file (one write task each); fewer files when the lake is small.
 ENTRIES_PER_INDEX_FILE = 4_000_000
 # Up to this many files the lineage lives inside the root, so a cold lookup needs no extra read.
@@ -421,7 +423,8 @@ def vacuum_index(
         if lease.operation_id not in live:
             Leases(storage, index_dir).release(lease.operation_id)
             recovered += 1
-    _prune_empty_dirs(storage, index_dir)
+    listed_owners = {_owner(_relative(s.path, index_dir)) for s in listed}
+    _prune_empty_dirs(storage, index_dir, lambda owner: owner in listed_owners and owner not in live)
     return VacuumResult(deleted, deleted_bytes, len([v for v in versions if v < min(retained)]), recovered)
 
 
@@ -487,6 +490,7 @@ class _Operation:
                     return root
                 except CommitFailedError:
                     latest = self.log.latest()
+                    logger.info("%s lost the race for version %d to %s", self.kind, root.version, latest.operation)
         raise CommitFailedError(
             f"gave up on {self.kind} of index '{self.location.name}' after {MAX_COMMIT_ATTEMPTS} attempts: "
             "other writers keep changing it; try again"
@@ -561,7 +565,7 @@ def _discard(location: Location, operation_id: str, referenced: set[str] | None 
     for status in mine:
         if _relative(status.path, index_dir) not in referenced:
             storage.delete_file(status.path)
-    _prune_empty_dirs(storage, index_dir)
+    _prune_empty_dirs(storage, index_dir, lambda owner: owner == operation_id)
 
 
 def _owner(relative: str) -> str | None:
@@ -582,11 +586,12 @@ def _is_lease(relative: str) -> bool:
     return relative.startswith(f"{LEASE_DIR}/") and relative.endswith(".json")
 
 
-def _prune_empty_dirs(storage: Storage, index_dir: str) -> None:
+def _prune_empty_dirs(storage: Storage, index_dir: str, owners: Callable[[str], bool]) -> None:
+    """Remove the empty per-operation directories of the operations ``owners`` accepts."""
     for top in ("data", "_tmp"):
         for name in storage.list_dirs(f"{index_dir}/{top}"):
             directory = f"{index_dir}/{top}/{name}"
-            if not storage.list_files(directory):
+            if owners(name) and not storage.list_files(directory):
                 storage.delete_dir(directory)
 
 
