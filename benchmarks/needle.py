@@ -12,14 +12,12 @@ Prints the numbers and ratios and writes them to benchmarks/results/ (markdown, 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import random
 import shutil
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,25 +25,17 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 import lakeseek
-from lakeseek.sample import generate_lake
 from lakeseek.spark.session import default_session
-
-HERE = Path(__file__).resolve().parent
-COLUMNS = ["record_id", "event_id"]
+from measure import COLUMNS, benchmark_lake, lake_parser, say, timed_lookups
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=20_000_000)
-    parser.add_argument("--files", type=int, default=1000)
-    parser.add_argument("--days", type=int, default=30)
-    parser.add_argument("--data", default=str(HERE / "data"), help="where lakes are generated (git-ignored)")
+    parser = lake_parser(__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=5, help="needle values per column")
     parser.add_argument("--lookups", type=int, default=500, help="files() lookups for the latency percentiles")
-    parser.add_argument("--out", default=str(HERE / "results"))
     args = parser.parse_args()
 
-    lake = _lake(Path(args.data), args.rows, args.files, args.days)
+    lake = benchmark_lake(Path(args.data), args.rows, args.files, args.days)
     spark = default_session()
     results: dict = {
         "lake": {"rows": args.rows, "files": args.files, "bytes": _bytes(lake)},
@@ -72,7 +62,7 @@ def main() -> None:
         },
         "index_percent_of_lake": 100 * status.index_bytes / status.lake_bytes_indexed,
     }
-    _say(f"build: {build:.1f} s ({args.rows / build:,.0f} rows/s)")
+    say(f"build: {build:.1f} s ({args.rows / build:,.0f} rows/s)")
 
     rng = random.Random(42)
     sample = pq.read_table(_some_file(lake), columns=COLUMNS)
@@ -89,17 +79,6 @@ def main() -> None:
     _report(results, Path(args.out))
 
 
-def _lake(data: Path, rows: int, files: int, days: int) -> Path:
-    lake = data / f"lake-{rows}-{files}"
-    marker = lake / "_GENERATED"
-    if not marker.exists():
-        shutil.rmtree(lake, ignore_errors=True)
-        _say(f"generating {rows:,} rows in {files} files at {lake}")
-        generate_lake(str(lake), rows=rows, files=files, days=days)
-        marker.write_text("ok")
-    return lake
-
-
 def _bytes(lake: Path) -> int:
     return sum(p.stat().st_size for p in lake.rglob("*.parquet") if "_lakeseek" not in p.parts)
 
@@ -112,13 +91,9 @@ def _some_file(lake: Path, rng: random.Random | None = None) -> Path:
 def _files_latency(lake: Path, values: list[int]) -> dict:
     """files() latency: cold (a new Index per lookup: root, footer and chunk are read) and warm."""
     stats = lakeseek.open_index(str(lake)).storage.stats
-    cold, cold_reads = [], []
-    for value in values[:50]:
-        before = stats.snapshot()["reads"]
-        started = time.perf_counter()
-        lakeseek.open_index(str(lake)).files(f"record_id = {value}")
-        cold.append(time.perf_counter() - started)
-        cold_reads.append(stats.snapshot()["reads"] - before)
+    cold, cold_reads = timed_lookups(
+        values[:50], lambda value: lakeseek.open_index(str(lake)).files(f"record_id = {value}"), stats
+    )
     index = lakeseek.open_index(str(lake))
     for value in values[:20]:  # load every footer once: warm means root and footers cached
         index.files(f"record_id = {value}")
@@ -146,14 +121,7 @@ def _files_latency(lake: Path, values: list[int]) -> dict:
 
 
 def _warm(index: lakeseek.Index, values: list[int], stats) -> tuple[list[float], list[int]]:
-    times, reads = [], []
-    for value in values:
-        before = stats.snapshot()["reads"]
-        started = time.perf_counter()
-        index.files(f"record_id = {value}")
-        times.append(time.perf_counter() - started)
-        reads.append(stats.snapshot()["reads"] - before)
-    return times, reads
+    return timed_lookups(values, lambda value: index.files(f"record_id = {value}"), stats)
 
 
 def _needles(spark, lake: Path, index: lakeseek.Index, column: str, values: list) -> dict:
@@ -197,14 +165,14 @@ def _needles(spark, lake: Path, index: lakeseek.Index, column: str, values: list
         "spark_bloom_filters / lakeseek_read": measured["spark_bloom_filters"]["p50_ms"] / read,
     }
     measured["rows_per_query"] = rows["lakeseek_read"]
-    _say(f"{column}: " + ", ".join(f"{k} {v['p50_ms']:.1f} ms" for k, v in measured.items() if "p50_ms" in v))
+    say(f"{column}: " + ", ".join(f"{k} {v['p50_ms']:.1f} ms" for k, v in measured.items() if "p50_ms" in v))
     return measured
 
 
 def _bloom_copy(spark, lake: Path) -> Path:
     copy = lake.parent / f"{lake.name}-bloom"
     if not (copy / "_SUCCESS").exists():
-        _say("writing a copy of the lake with Parquet bloom filters on record_id and event_id (Spark)")
+        say("writing a copy of the lake with Parquet bloom filters on record_id and event_id (Spark)")
         writer = spark.read.parquet(str(lake)).write.mode("overwrite").partitionBy("date")
         for column in COLUMNS:
             writer = writer.option(f"parquet.bloom.filter.enabled#{column}", "true")
@@ -308,10 +276,6 @@ def _chart(results: dict, path: Path) -> None:
     axis.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=110)
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
