@@ -11,7 +11,7 @@ import pytest
 import lakeseek
 from lakeseek.exceptions import IndexAlreadyExistsError, LakeseekError, OperationCancelledError
 from lakeseek.lifecycle.leases import Lease, Leases
-from tests.lakes import data_files
+from tests.lakes import data_files, typed_rows, write_file
 from tests.lifecycle import LakeChanger, assert_exact
 
 pytestmark = pytest.mark.spark
@@ -255,3 +255,43 @@ def test_snapshot_readers_survive_optimize_and_vacuum(lake_copy):
     lakeseek.vacuum_index(lake_copy)  # within retention: the old version's files stay
     assert reader.read("code = 7").num_rows >= expected.num_rows
     assert reader.plan("code = 7").index_used
+
+
+def _interleaved_deltas(lake: str, count: int) -> None:
+    """``count`` incremental refreshes, each adding ids j, j+97, j+194... < 1800: every delta's key
+    range spans the main index's, and id 1050 (1050 % 97 = 80) is in none of them."""
+    rng = random.Random(11)
+    for j in range(count):
+        rows = typed_rows(rng, 0, 1800 // 97)
+        for n, row in enumerate(rows):
+            row["id"] = j + 97 * n
+        write_file(f"{lake}/region=east/delta-{j}.parquet", rows)
+        lakeseek.refresh_index(lake, "incremental", engine="local")
+
+
+def test_delta_filters_keep_cold_lookups_cheap(lake_copy):
+    _interleaved_deltas(lake_copy, 6)
+    index = lakeseek.open_index(lake_copy)
+    assert index.root.columns["id"].segments.__len__() == 7 and index.root.delta_filters is not None
+    stats = index.storage.stats
+    before = stats.snapshot()["reads"]
+    assert len(index.files("id = 1050")) == 1
+    # main footer and chunk, and the delta filter file: no delta footer or chunk
+    assert stats.snapshot()["reads"] - before == 3
+    before = stats.snapshot()["reads"]
+    assert len(index.files("id = 194")) == 2  # in the main index and in delta 0
+    # another main index file (footer and chunk), and delta 0's footer and chunk: still no other delta's
+    assert stats.snapshot()["reads"] - before == 4
+    assert_exact(lake_copy, random.Random(12))
+    optimized = lakeseek.optimize_index(lake_copy, "full", engine="local")
+    assert optimized.root.delta_filters is None
+
+
+def test_damaged_delta_filters_fall_back_to_a_scan(lake_copy):
+    _interleaved_deltas(lake_copy, 2)
+    index = lakeseek.open_index(lake_copy)
+    with open(f"{index.index_dir}/{index.root.delta_filters.path}", "r+b") as f:
+        f.truncate(20)
+    plan = lakeseek.open_index(lake_copy).plan("id = 1050")
+    assert not plan.index_used and "delta filter file" in plan.reason
+    assert_exact(lake_copy, random.Random(13))

@@ -3,8 +3,8 @@
 No Spark. A cold lookup of one value reads the index file's footer (one exact ranged read;
 the root gives its offset) and one chunk; footers stay cached in the reader, so a warm
 lookup is one read. A value outside every index file's range, or outside every chunk's
-range, reads nothing. Each segment of a column is searched; a delta segment whose bloom
-filter rules the value out costs no chunk read.
+range, reads nothing. Each segment of a column is searched; a delta segment whose bloom filter
+(from the version's delta filter file, read once) rules the value out costs no read.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from collections.abc import Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeseek.format.bloom import BloomFilter
+from lakeseek.format.filters import read_filters
 from lakeseek.format.index_file import FILE_ID, KEY, IndexFileFooter, read_chunk, read_footer
 from lakeseek.format.lineage import Lineage, read_lineage
 from lakeseek.format.root import ColumnIndex, LineagePart, Root
@@ -31,6 +33,7 @@ class IndexReader:
         self.root = root
         self._footers: dict[str, IndexFileFooter] = {}
         self._lineage: Lineage | None = None
+        self._filters: dict[str, BloomFilter] | None = None
 
     def lineage(self) -> Lineage:
         """The indexed files (tombstoned ones left out)."""
@@ -44,6 +47,14 @@ class IndexReader:
         part = self.root.lineage.pending
         return Lineage.concat([]) if part is None else self._part(part)
 
+    def _may_hold(self, delta_path: str, value: KeyValue) -> bool:
+        if self.root.delta_filters is None:
+            return True
+        if self._filters is None:
+            self._filters = read_filters(self.storage, f"{self.index_dir}/{self.root.delta_filters.path}")
+        bloom = self._filters.get(delta_path)
+        return bloom is None or bloom.may_contain(value)
+
     def _part(self, part: LineagePart) -> Lineage:
         return part.inline or read_lineage(self.storage, f"{self.index_dir}/{part.path}")
 
@@ -53,8 +64,10 @@ class IndexReader:
         wanted: dict[str, list[KeyValue]] = defaultdict(list)
         files = {}
         for value in {_as_key(v, index) for v in values}:
-            for segment in index.segments:
+            for position, segment in enumerate(index.segments):
                 info = segment.file_for(value)
+                if info is not None and position and not self._may_hold(info.path, value):
+                    continue  # the delta's bloom filter rules the value out: not even its footer is read
                 if info is not None:
                     wanted[info.path].append(value)
                     files[info.path] = info

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from lakeseek.exceptions import IndexCorruptError, IndexFormatError
 from lakeseek.format import values
+from lakeseek.format.filters import FiltersRef
 from lakeseek.format.index_file import IndexFileInfo
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import KeyValue, sort_key
@@ -213,10 +214,16 @@ class Root:
     partition_columns: tuple[str, ...]
     columns: dict[str, ColumnIndex]
     lineage: LineageSet
+    delta_filters: FiltersRef | None = None  # bloom filters of the delta segments' index files
 
     @property
     def index_bytes(self) -> int:
-        return sum(c.size for c in self.columns.values()) + self.lineage.size
+        filters = self.delta_filters.size if self.delta_filters else 0
+        return sum(c.size for c in self.columns.values()) + self.lineage.size + filters
+
+    def delta_files(self) -> dict[str, tuple[ColumnIndex, IndexFileInfo]]:
+        """The index files of every delta segment, by path."""
+        return {f.path: (c, f) for c in self.columns.values() for s in c.segments[1:] for f in s.files}
 
     @property
     def segments(self) -> int:
@@ -227,6 +234,8 @@ class Root:
         paths = {f.path for c in self.columns.values() for f in c.files}
         parts = [*self.lineage.parts, self.lineage.pending] if self.lineage.pending else self.lineage.parts
         paths.update(p.path for p in parts if p.path is not None)
+        if self.delta_filters is not None:
+            paths.add(self.delta_filters.path)
         return paths
 
     def to_json(self) -> dict:
@@ -244,6 +253,7 @@ class Root:
             "partition_columns": list(self.partition_columns),
             "columns": {name: column.to_json() for name, column in self.columns.items()},
             "lineage": self.lineage.to_json(),
+            "delta_filters": None if self.delta_filters is None else self.delta_filters.to_json(),
         }
 
     @classmethod
@@ -268,6 +278,7 @@ class Root:
                 partition_columns=tuple(raw["partition_columns"]),
                 columns={n: ColumnIndex.from_json(n, c) for n, c in raw["columns"].items()},
                 lineage=LineageSet.from_json(raw["lineage"]),
+                delta_filters=FiltersRef.from_json(raw.get("delta_filters")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise IndexCorruptError(f"index log entry is malformed ({error!r})") from error

@@ -35,7 +35,8 @@ from lakeseek.exceptions import (
     OperationCancelledError,
     UnsupportedColumnError,
 )
-from lakeseek.format.index_file import DEFAULT_CHUNK_ROWS
+from lakeseek.format.filters import FiltersRef, read_filter_bytes, write_filters
+from lakeseek.format.index_file import DEFAULT_CHUNK_ROWS, read_footer
 from lakeseek.format.lineage import Lineage, write_lineage
 from lakeseek.format.root import ACTIVE, DELETED, ColumnIndex, IndexConfig, LineagePart, LineageSet, Root, Segment
 from lakeseek.index import DEFAULT_NAME, Index, Location, index_names, locate
@@ -483,6 +484,8 @@ class _Operation:
                 if root is None:
                     break  # no longer valid: prepare again on the latest version
                 root = dataclasses.replace(root, version=latest.version + 1, timestamp_ms=_now_ms())
+                self.check_lease()
+                root = self.with_delta_filters(root, latest)
                 if root.data_version == _THIS_VERSION:
                     root = dataclasses.replace(root, data_version=root.version)
                 try:
@@ -496,11 +499,37 @@ class _Operation:
             "other writers keep changing it; try again"
         )
 
-    def commit(self, root: Root) -> None:
+    def check_lease(self) -> None:
         if self.lease is not None and not self.leases.holds(self.lease):
             raise OperationCancelledError(f"{self.kind} of index '{self.location.name}' was cancelled")
+
+    def commit(self, root: Root) -> None:
+        self.check_lease()
         self.log.commit(root, self.id)
         self.committed = root
+
+    def with_delta_filters(self, root: Root, latest: Root) -> Root:
+        """``root`` with a delta filter file covering exactly its delta index files."""
+        deltas = root.delta_files()
+        if not deltas:
+            return dataclasses.replace(root, delta_filters=None)
+        storage, index_dir = self.location.storage, self.location.index_dir
+        known = {}
+        if latest.delta_filters is not None:
+            if set(deltas) == set(latest.delta_files()):
+                return dataclasses.replace(root, delta_filters=latest.delta_filters)
+            known = read_filter_bytes(storage, f"{index_dir}/{latest.delta_filters.path}")
+        blooms = {}
+        for path, (column, info) in deltas.items():
+            if path in known:
+                blooms[path] = known[path]
+                continue
+            footer = read_footer(storage, f"{index_dir}/{path}", info, column.key_type)
+            if footer.bloom is not None:
+                blooms[path] = footer.bloom.to_bytes()
+        path = f"filters/{self.id}-{uuid.uuid4().hex[:8]}.parquet"
+        size = write_filters(storage, f"{index_dir}/{path}", blooms)
+        return dataclasses.replace(root, delta_filters=FiltersRef(path, size))
 
     def lineage_part(self, lineage: Lineage, inline_files: int) -> LineagePart:
         """A lineage part: inline while the root's inline lineage stays small, else a manifest."""
@@ -573,7 +602,7 @@ def _owner(relative: str) -> str | None:
     parts = relative.split("/")
     if len(parts) >= 3 and parts[0] in ("data", "_tmp"):
         return parts[1]
-    if len(parts) == 2 and parts[0] == "lineage":
+    if len(parts) == 2 and parts[0] in ("lineage", "filters"):
         return parts[1].split("-", 1)[0]
     if len(parts) == 2 and parts[0] in (LOG_DIR, LEASE_DIR) and parts[1].startswith(".tmp-"):
         return parts[1].split("-")[1]
