@@ -149,10 +149,6 @@ class LineageSet:
         return sum(p.size for p in self.parts) + (self.pending.size if self.pending else 0)
 
     @property
-    def indexed_files(self) -> int:
-        return sum(p.files for p in self.parts) - len(self.removed)
-
-    @property
     def pending_files(self) -> int:
         return self.pending.files if self.pending else 0
 

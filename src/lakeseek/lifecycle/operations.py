@@ -224,7 +224,7 @@ def _refresh(op: _Operation, base: Root, mode: str, runner: Callable[[], Runner]
     changed = Lineage(
         ids, state.unindexed, [files[p][0] for p in state.unindexed], [files[p][1] for p in state.unindexed]
     )
-    inline_budget = base.lineage.inline_files - (base.lineage.pending.files if base.lineage.pending else 0)
+    inline_budget = base.lineage.inline_files - base.lineage.pending_files
     part = op.lineage_part(changed, inline_budget) if len(changed) else None
     segments: dict[str, Segment] = {}
     if mode == "incremental" and part is not None:
@@ -314,7 +314,7 @@ def _optimize(op: _Operation, base: Root, mode: str, make_runner: Callable[[], R
         runner = make_runner()
         merged = {n: fold_deltas(runner, index_uri, op.id, c, removed, base.config) for n, c in chosen.items()}
         reader = IndexReader(op.location.storage, op.location.index_dir, base)
-        compacted = op.lineage_part(reader.lineage(), lineage.pending_files if lineage.pending else 0)
+        compacted = op.lineage_part(reader.lineage(), lineage.pending_files)
 
     def change(latest: Root) -> Root | None:
         columns = dict(latest.columns)

@@ -170,10 +170,6 @@ class IndexJob:
         return boundaries
 
 
-def new_operation_id() -> str:
-    return uuid.uuid4().hex
-
-
 def discover_lake(spark: SparkSession, storage: Storage, lake_root: str, first_file: str) -> LakeSchema:
     """The lake's schema as Spark reads it (partition types included: ``to_spark`` relies on them)."""
     with spark_errors():
