@@ -181,8 +181,8 @@ class Index:
         return self.root.schema
 
     # -- queries ----------------------------------------------------------------------------
-    def plan(self, where: str) -> Plan:
-        """The files a query with this predicate must read."""
+    def plan(self, where: str | Predicate) -> Plan:
+        """The files a query with this predicate (SQL text or an unbound expression tree) must read."""
         return self._plan(self._bind(where))
 
     def files(self, where: str) -> list[str]:
@@ -192,7 +192,8 @@ class Index:
     def read(self, where: str, columns: list[str] | None = None) -> pa.Table:
         """The rows matching ``where``, read with pyarrow from the candidate files only."""
         predicate = self._bind(where)
-        return self._read(self._plan(predicate).files, predicate, columns)
+        chosen = self._plan(predicate)
+        return self._read(chosen.files, predicate, columns, chosen.row_groups)
 
     def scan(self, where: str, columns: list[str] | None = None) -> pa.Table:
         """The rows matching ``where``, read from every file of the lake without the index."""
@@ -254,14 +255,18 @@ class Index:
         )
 
     # -- internals --------------------------------------------------------------------------
-    def _bind(self, where: str) -> Predicate:
-        return bind(parse_where(where), self.schema)
+    def _bind(self, where: str | Predicate) -> Predicate:
+        return bind(parse_where(where) if isinstance(where, str) else where, self.schema)
 
-    def _read(self, files: list[str], predicate: Predicate, columns: list[str] | None) -> pa.Table:
+    def _read(
+        self, files: list[str], predicate: Predicate, columns: list[str] | None, row_groups: dict | None = None
+    ) -> pa.Table:
         selected = None if columns is None else [resolve_column(c, self.schema).name for c in columns]
         stamps = self._state.files if self._state else {}
         self.storage.stats.add_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
-        dataset = open_dataset(self.storage, self.lake_root, files, self.schema, self.root.partition_columns)
+        dataset = open_dataset(
+            self.storage, self.lake_root, files, self.schema, self.root.partition_columns, row_groups
+        )
         return dataset.to_table(columns=selected, filter=to_arrow(predicate, self.schema))
 
     def _plan(self, predicate: Predicate) -> Plan:

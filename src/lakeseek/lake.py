@@ -8,6 +8,7 @@ partition directories and count).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -107,15 +108,27 @@ def partition_fields(schema: pa.Schema, partition_columns: tuple[str, ...]) -> p
 
 
 def open_dataset(
-    storage: Storage, lake_root: str, relative_paths: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]
+    storage: Storage,
+    lake_root: str,
+    relative_paths: list[str],
+    schema: pa.Schema,
+    partition_columns: tuple[str, ...],
+    row_groups: Mapping[str, Sequence[int]] | None = None,
 ) -> ds.FileSystemDataset:
-    """A pyarrow dataset over exactly these data files, with their hive partition values."""
+    """A pyarrow dataset over exactly these data files, with their hive partition values.
+
+    ``row_groups`` limits a file to some of its row groups (files absent from it are read whole).
+    """
     partitioning = ds.HivePartitioning(partition_fields(schema, partition_columns), segment_encoding="uri")
-    partitions = [partitioning.parse(path) if partition_columns else ds.scalar(True) for path in relative_paths]
-    return ds.FileSystemDataset.from_paths(
-        [f"{lake_root}/{path}" for path in relative_paths],
-        schema=schema,
-        format=ds.ParquetFileFormat(),
-        filesystem=storage.fs,
-        partitions=partitions,
-    )
+    parquet = ds.ParquetFileFormat()
+    selected = row_groups or {}
+    fragments = [
+        parquet.make_fragment(
+            f"{lake_root}/{path}",
+            storage.fs,
+            partitioning.parse(path) if partition_columns else ds.scalar(True),
+            row_groups=selected.get(path),
+        )
+        for path in relative_paths
+    ]
+    return ds.FileSystemDataset(fragments, schema, parquet, storage.fs)

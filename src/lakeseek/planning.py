@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lakeseek.expressions import And, Comparison, Constant, In, IsNull, Or, Predicate
 from lakeseek.lake import LakeState
@@ -20,6 +20,9 @@ class Plan:
     unindexed_files: int  # new or changed since indexing: always read
     removed_files: int  # indexed files no longer in the lake: skipped
     reason: str | None = None  # why the index was not used, when it was not
+    # Row-group precision: the row groups of a candidate file that may match (files absent
+    # from the mapping are read whole).
+    row_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 def full_scan(files: dict, reason: str) -> Plan:
