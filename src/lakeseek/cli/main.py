@@ -118,15 +118,22 @@ def _with_progress(work: Callable[[Callable[[str, int, int], None]], Any]) -> An
 @_index_option
 @_name_option
 @click.option("--chunk-rows", type=click.IntRange(min=1), default=None, help="Index entries per chunk.")
+@click.option(
+    "--row-groups", is_flag=True, help="Point entries at row groups: reads skip row groups that cannot match."
+)
 @_handled
-def create(source: str, columns: str, index_dir: str | None, name: str | None, chunk_rows: int | None) -> None:
+def create(
+    source: str, columns: str, index_dir: str | None, name: str | None, chunk_rows: int | None, row_groups: bool
+) -> None:
     """Build an index of COLUMNS over the Parquet lake at SOURCE (runs Spark).
 
     On an index that exists, adds the COLUMNS it lacks.
     """
     import lakeseek
 
-    options = {} if chunk_rows is None else {"chunk_rows": chunk_rows}
+    options: dict = {"row_groups": row_groups}
+    if chunk_rows is not None:
+        options["chunk_rows"] = chunk_rows
     index = _with_progress(
         lambda progress: lakeseek.create_index(source, columns, index_dir, name=name, progress=progress, **options)
     )

@@ -1,7 +1,8 @@
 """Index files (the paper's Table 3) as Parquet.
 
 An index file holds ``(key, file_id)`` rows sorted by key, for one disjoint key range of
-one column. Each Parquet row group is a chunk; a chunk never splits the entries of one
+one column; an index built with row-group precision adds ``row_group`` (the Parquet row
+group of the data file that holds the key). Each Parquet row group is a chunk; a chunk never splits the entries of one
 key, so a value lives in exactly one chunk. The footer's key-value metadata carries
 every chunk's ``[min, max]``, so once the footer is read the one chunk to read is known.
 ``file_id`` points into the lineage (the list of indexed data files).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import itertools
 import json
 import zlib
 from collections.abc import Iterable, Iterator
@@ -30,13 +32,23 @@ from lakeseek.io import Storage
 
 KEY = "key"
 FILE_ID = "file_id"
+ROW_GROUP = "row_group"
 CHUNKS_METADATA = b"lakeseek.chunks"
 BLOOM_METADATA = b"lakeseek.bloom"
 DEFAULT_CHUNK_ROWS = 32_768
 
 
-def entry_schema(key_type: pa.DataType) -> pa.Schema:
-    return pa.schema([pa.field(KEY, key_type), pa.field(FILE_ID, pa.int32(), nullable=False)])
+def entry_schema(key_type: pa.DataType, row_groups: bool = False) -> pa.Schema:
+    fields = [pa.field(KEY, key_type), pa.field(FILE_ID, pa.int32(), nullable=False)]
+    if row_groups:
+        fields.append(pa.field(ROW_GROUP, pa.int32(), nullable=False))
+    return pa.schema(fields)
+
+
+def entry_order(row_groups: bool) -> list[tuple]:
+    """The order of entries in index files: by key (NULL first), then data file, then row group."""
+    order = [(KEY, "ascending", "at_start"), (FILE_ID, "ascending")]
+    return [*order, (ROW_GROUP, "ascending")] if row_groups else order
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,9 @@ class IndexFileInfo:
     footer_offset: int
     footer_length: int
     footer_crc32: int
+    # For the cost model (None in indexes written before they were kept):
+    data_files: int | None = None  # distinct data files its entries point at
+    keys: int | None = None  # distinct keys
 
     def to_json(self, key_type: pa.DataType) -> dict:
         return {
@@ -64,6 +79,8 @@ class IndexFileInfo:
             "footer_offset": self.footer_offset,
             "footer_length": self.footer_length,
             "footer_crc32": self.footer_crc32,
+            "data_files": self.data_files,
+            "keys": self.keys,
         }
 
     @classmethod
@@ -78,6 +95,8 @@ class IndexFileInfo:
             footer_offset=int(raw["footer_offset"]),
             footer_length=int(raw["footer_length"]),
             footer_crc32=int(raw["footer_crc32"]),
+            data_files=None if raw.get("data_files") is None else int(raw["data_files"]),
+            keys=None if raw.get("keys") is None else int(raw["keys"]),
         )
 
 
@@ -91,12 +110,18 @@ def write_index_file(
 ) -> tuple[bytes, dict] | None:
     """Encode sorted ``(key, file_id)`` batches as one index file.
 
-    Duplicate entries are dropped. With ``bloom``, the footer carries a bloom filter of
+    The batches may carry a ``row_group`` column (row-group precision). Duplicate entries
+    are dropped. With ``bloom``, the footer carries a bloom filter of
     the keys (delta segments: lookups skip the segments that cannot hold a value).
     Returns the file's bytes and its root entry (without ``path``), or None when there
     were no entries.
     """
-    schema = entry_schema(key_type)
+    batches = iter(batches)
+    first_batch = next(batches, None)
+    if first_batch is None:
+        return None
+    schema = entry_schema(key_type, ROW_GROUP in first_batch.schema.names)
+    batches = itertools.chain([first_batch], batches)
     sink = pa.BufferOutputStream()
     writer: pq.ParquetWriter | None = None
     chunk_ranges: list[list] = []
@@ -104,6 +129,8 @@ def write_index_file(
     first: KeyValue = None
     last: KeyValue = None
     keys: list[pa.Array] = []
+    file_ids: list[np.ndarray] = []
+    distinct_keys = 0
     for chunk in _chunks(_deduplicated(batches, schema), chunk_rows):
         low, high = chunk.column(KEY)[0].as_py(), chunk.column(KEY)[-1].as_py()
         if writer is None:
@@ -116,6 +143,8 @@ def write_index_file(
         chunk_ranges.append([values.encode(low, key_type), values.encode(high, key_type)])
         writer.write_table(chunk, row_group_size=chunk.num_rows)
         entries += chunk.num_rows
+        file_ids.append(np.unique(chunk.column(FILE_ID).to_numpy()))
+        distinct_keys += pc.count_distinct(chunk.column(KEY), mode="all").as_py()  # a key never spans chunks
         if bloom:
             keys.append(pc.unique(chunk.column(KEY).combine_chunks()))
     if writer is None:
@@ -138,6 +167,8 @@ def write_index_file(
         "footer_offset": footer_offset,
         "footer_length": footer_length,
         "footer_crc32": zlib.crc32(data[footer_offset:]),
+        "data_files": len(np.unique(np.concatenate(file_ids))),
+        "keys": distinct_keys,
     }
     return data, info
 
@@ -167,11 +198,13 @@ def _deduplicated(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Itera
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        table = pa.Table.from_batches([batch]).select([KEY, FILE_ID]).cast(schema)
+        table = pa.Table.from_batches([batch]).select(schema.names).cast(schema)
         extended = table if previous is None else pa.concat_tables([previous, table])
         keys = extended.column(KEY).combine_chunks()
-        ids = extended.column(FILE_ID).combine_chunks()
-        repeated = pc.and_(_same(keys[1:], keys[:-1]), pc.equal(ids[1:], ids[:-1]))
+        repeated = _same(keys[1:], keys[:-1])
+        for name in schema.names[1:]:
+            other = extended.column(name).combine_chunks()
+            repeated = pc.and_(repeated, pc.equal(other[1:], other[:-1]))
         keep = pc.invert(repeated)
         if previous is None:
             keep = pa.concat_arrays([pa.array([True]), keep])
@@ -307,4 +340,4 @@ def read_entries(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.
         table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
     except (pa.ArrowException, OSError) as error:
         raise IndexCorruptError(f"index file {path} is corrupt: {error}") from error
-    return table.cast(entry_schema(key_type))
+    return table.cast(entry_schema(key_type, ROW_GROUP in table.column_names))

@@ -178,17 +178,26 @@ class LineageSet:
 
 @dataclass(frozen=True)
 class IndexConfig:
-    """How the index is built; refreshes and optimizes keep it."""
+    """How the index is built; refreshes and optimizes keep it.
+
+    ``row_groups``: entries point at the data files' row groups, not just the files, so
+    reads skip the row groups that cannot match (bigger index, fewer bytes read).
+    """
 
     chunk_rows: int
     entries_per_index_file: int
+    row_groups: bool = False
 
     def to_json(self) -> dict:
-        return {"chunk_rows": self.chunk_rows, "entries_per_index_file": self.entries_per_index_file}
+        return {
+            "chunk_rows": self.chunk_rows,
+            "entries_per_index_file": self.entries_per_index_file,
+            "row_groups": self.row_groups,
+        }
 
     @classmethod
     def from_json(cls, raw: dict) -> IndexConfig:
-        return cls(int(raw["chunk_rows"]), int(raw["entries_per_index_file"]))
+        return cls(int(raw["chunk_rows"]), int(raw["entries_per_index_file"]), bool(raw.get("row_groups", False)))
 
 
 ACTIVE = "active"

@@ -78,6 +78,7 @@ def create_index(
     name: str | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     entries_per_index_file: int = ENTRIES_PER_INDEX_FILE,
+    row_groups: bool = False,
     progress: ProgressCallback | None = None,
 ) -> Index:
     """Index ``columns`` of the Parquet lake at ``source`` with Spark and return the index.
@@ -86,12 +87,14 @@ def create_index(
     the home). When the index exists, the columns it lacks are added to it (over the files
     it covers). ``spark`` defaults to a local session. ``chunk_rows`` bounds a chunk (the
     unit a lookup reads); ``entries_per_index_file`` sets how many index files (and write
-    tasks) a column gets. ``progress`` receives (label, done, total) task counts.
+    tasks) a column gets. ``row_groups=True`` makes entries point at the data files' row
+    groups, so reads skip the row groups that cannot match (for lakes of large,
+    multi-row-group files). ``progress`` receives (label, done, total) task counts.
     """
     names = _column_list(columns)
     location = locate(source, index, name, existing=False)
     log = IndexLog(location.storage, location.index_dir)
-    config = IndexConfig(chunk_rows, entries_per_index_file)
+    config = IndexConfig(chunk_rows, entries_per_index_file, row_groups)
     with _operation(location, "create") as op:
         if log.versions():
             root = op.transact(lambda base: _add_columns(op, base, names, runner_for("spark", spark, progress)))

@@ -24,6 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -32,7 +33,15 @@ import pyarrow.parquet as pq
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.binding import resolve_column
 from lakeseek.format import values
-from lakeseek.format.index_file import KEY, IndexFileInfo, entry_schema, write_index_file
+from lakeseek.format.index_file import (
+    FILE_ID,
+    KEY,
+    ROW_GROUP,
+    IndexFileInfo,
+    entry_order,
+    entry_schema,
+    write_index_file,
+)
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import IndexConfig, Segment
 from lakeseek.format.values import sort_key
@@ -115,6 +124,7 @@ class IndexJob:
             self.partition_columns,
             tuple(columns),
             {c.name: [values.encode(b, c.key_type) for b in boundaries[c.name]] for c in columns},
+            self.config.row_groups,
         )
         groups = _groups(files, self.parallelism)
         spills = runner.run("scanning the lake", [(scan, group) for group in groups], _scan_task)
@@ -160,7 +170,7 @@ class IndexJob:
         keys: dict[str, list[pa.Array]] = defaultdict(list)
         for path in sampled:
             for column, distinct in reader.distinct_keys(path, columns).items():
-                keys[column].append(distinct)
+                keys[column].append(distinct.column(KEY).combine_chunks())
         scale = len(files) / len(sampled)
         boundaries = {}
         for column in columns:
@@ -229,36 +239,49 @@ class _ScanSpec:
     partition_columns: tuple[str, ...]
     columns: tuple[IndexedColumn, ...]
     boundaries: dict[str, list]
+    row_groups: bool
 
 
 class _FileReader:
-    """Reads the distinct keys of indexed columns, file by file."""
+    """Reads the distinct keys (or distinct (key, row group) pairs) of indexed columns, file by file."""
 
     def __init__(self, storage: Storage, lake_root: str, schema: pa.Schema, partition_columns: tuple[str, ...]) -> None:
         self.storage = storage
         self.lake_root = lake_root
         self.partitioning = ds.HivePartitioning(partition_fields(schema, partition_columns), segment_encoding="uri")
 
-    def distinct_keys(self, path: str, columns: tuple[IndexedColumn, ...] | list[IndexedColumn]) -> dict[str, pa.Array]:
+    def distinct_keys(
+        self, path: str, columns: tuple[IndexedColumn, ...] | list[IndexedColumn], row_groups: bool = False
+    ) -> dict[str, pa.Table]:
+        """Per column, a table of its distinct keys (``key``), with ``row_group`` when asked."""
         file = pq.ParquetFile(f"{self.lake_root}/{path}", filesystem=self.storage.fs)
         physical = {name.lower(): name for name in file.schema_arrow.names}
         wanted = [physical[c.name.lower()] for c in columns if not c.is_partition and c.name.lower() in physical]
+        rows = file.metadata.num_rows
         table = file.read(columns=wanted, use_threads=False) if wanted else None
         partition_values = (
             ds.get_partition_keys(self.partitioning.parse(path)) if any(c.is_partition for c in columns) else {}
         )
+        groups = None
+        if row_groups:
+            sizes = [file.metadata.row_group(i).num_rows for i in range(file.metadata.num_row_groups)]
+            groups = pa.array(np.repeat(np.arange(len(sizes), dtype=np.int32), sizes))
         found = {}
         for column in columns:
             if column.is_partition:
-                raw = pa.array([partition_values.get(column.name)])
+                raw = pa.array([partition_values.get(column.name)] * rows)
             elif column.name.lower() in physical:
                 raw = table.column(physical[column.name.lower()])
                 raw = raw.dictionary_decode() if pa.types.is_dictionary(raw.type) else raw
             else:  # the file lacks the column: every row holds NULL
-                raw = pa.array([None], pa.null())
+                raw = pa.nulls(rows)
             if isinstance(raw, pa.ChunkedArray):
                 raw = raw.combine_chunks()
-            found[column.name] = pc.unique(raw.cast(column.key_type, safe=False))
+            keys = raw.cast(column.key_type, safe=False)
+            if groups is None:
+                found[column.name] = pa.table({KEY: pc.unique(keys)})
+            else:
+                found[column.name] = pa.table({KEY: keys, ROW_GROUP: groups}).group_by([KEY, ROW_GROUP]).aggregate([])
         return found
 
 
@@ -267,19 +290,16 @@ def _scan_task(spec: _ScanSpec, files: list[tuple[int, str]]) -> list[dict]:
     _, tmp_dir = storage_for(spec.tmp_uri)
     schema = values.deserialize_schema(spec.schema_text)
     reader = _FileReader(storage, lake_root, schema, spec.partition_columns)
-    keys: dict[str, list[pa.Array]] = defaultdict(list)
-    ids: dict[str, list[pa.Array]] = defaultdict(list)
+    found: dict[str, list[pa.Table]] = defaultdict(list)
     for file_id, path in files:
-        for column, distinct in reader.distinct_keys(path, spec.columns).items():
-            keys[column].append(distinct)
-            ids[column].append(pa.array([file_id] * len(distinct), pa.int32()))
+        for column, distinct in reader.distinct_keys(path, spec.columns, spec.row_groups).items():
+            found[column].append(distinct.append_column(FILE_ID, pa.array([file_id] * len(distinct), pa.int32())))
     task = uuid.uuid4().hex
     spills = []
     for column in spec.columns:
         key_type = column.key_type
-        entries = pa.table(
-            [pa.concat_arrays(keys[column.name]), pa.concat_arrays(ids[column.name])], schema=entry_schema(key_type)
-        )
+        schema = entry_schema(key_type, spec.row_groups)
+        entries = pa.concat_tables(found[column.name]).select(schema.names).cast(schema)
         ranges = _range_numbers(entries.column(KEY), [values.decode(b, key_type) for b in spec.boundaries[column.name]])
         for number in pc.unique(ranges).to_pylist():
             part = entries.filter(pc.equal(ranges, number))
@@ -314,8 +334,7 @@ def _write_task(spec: _WriteSpec, spill_paths: list[str]) -> list[dict]:
     storage, index_dir = storage_for(spec.index_uri)
     tables = [pa.ipc.open_file(pa.py_buffer(storage.read(path))).read_all() for path in spill_paths]
     entries = pa.concat_tables(tables)
-    # Each file's pairs are distinct (scan tasks dedupe per file), so sorting by key alone suffices.
-    order = pc.sort_indices(entries, sort_keys=[(KEY, "ascending", "at_start")])
+    order = pc.sort_indices(entries, sort_keys=entry_order(ROW_GROUP in entries.column_names))
     result = write_index_file(
         entries.take(order).to_batches(max_chunksize=spec.chunk_rows),
         spec.column.key_type,

@@ -18,7 +18,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeseek.format import values
-from lakeseek.format.index_file import FILE_ID, KEY, IndexFileInfo, read_entries, split_at_key_changes, write_index_file
+from lakeseek.format.index_file import (
+    FILE_ID,
+    KEY,
+    ROW_GROUP,
+    IndexFileInfo,
+    entry_order,
+    read_entries,
+    split_at_key_changes,
+    write_index_file,
+)
 from lakeseek.format.root import ColumnIndex, IndexConfig, Segment
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import storage_for
@@ -138,7 +147,7 @@ def _fold_task(spec: _FoldSpec) -> list[dict]:
     if not parts:
         return []
     merged = pa.concat_tables(parts)
-    order = pc.sort_indices(merged, sort_keys=[(KEY, "ascending", "at_start"), (FILE_ID, "ascending")])
+    order = pc.sort_indices(merged, sort_keys=entry_order(ROW_GROUP in merged.column_names))
     written = []
     for piece in split_at_key_changes(merged.take(order), spec.max_entries):
         result = write_index_file(

@@ -1,0 +1,106 @@
+"""What a query costs with and without the index, from the root alone (no read).
+
+The paper's model (section 4) compares ``C_R * (|F(Q)| + 3)`` with ``C_R * |F|``: reads
+through the index against reads of every file. lakeseek adds bytes, because a range can
+make the index read large: a cost is ``reads * READ_COST_BYTES + bytes``. The root keeps,
+per index file, its entries, distinct keys and distinct data files, so the number of data
+files a selection of keys leaves (``|F(Q)|``) is estimated with Cardenas' formula: an index
+file whose ``e = entries / data_files`` entries per data file are selected with
+probability ``p`` leaves each of its data files with probability ``1 - (1 - p) ** e``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+
+from lakeseek.format.index_file import IndexFileInfo
+from lakeseek.format.values import KeyValue
+
+READ_COST_BYTES = 1 << 20  # one storage request costs about as much as reading 1 MiB
+DATA_READS_PER_FILE = 2  # a Parquet file costs its footer and its column chunks
+
+
+@dataclass(frozen=True, order=True)
+class Cost:
+    reads: float = 0.0
+    bytes: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.reads * READ_COST_BYTES + self.bytes
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(self.reads + other.reads, self.bytes + other.bytes)
+
+
+@dataclass(frozen=True)
+class LakeSize:
+    """What a scan of the indexed files costs: their number and bytes."""
+
+    files: int
+    bytes: int
+
+    def read_cost(self, files: float) -> Cost:
+        """Reading ``files`` of the lake's (average) files."""
+        average = self.bytes / self.files if self.files else 0
+        return Cost(files * DATA_READS_PER_FILE, files * average)
+
+
+@dataclass(frozen=True, order=True)
+class Estimate:
+    """Reading the index for one predicate, and the indexed data files it should leave."""
+
+    candidates: float
+    index: Cost
+
+
+def estimate_files(infos: list[tuple[IndexFileInfo, float, int]], total_files: int) -> Estimate:
+    """The cost of reading ``(index file, share of its keys selected, chunks read)`` and the
+    data files left."""
+    index = Cost()
+    candidates = 0.0
+    for info, share, chunks in infos:
+        if chunks > info.chunks / 2 and info.chunks > 1:
+            index = index + Cost(1, info.size)  # read whole, in one read
+        else:
+            index = index + Cost(1 + chunks, info.footer_length + chunks * info.size / max(info.chunks, 1))
+        data_files = info.data_files or info.entries
+        per_file = info.entries / max(data_files, 1)
+        candidates += data_files * (1 - (1 - min(share, 1.0)) ** per_file)
+    return Estimate(min(candidates, total_files), index)
+
+
+def key_share(info: IndexFileInfo, low: KeyValue, high: KeyValue) -> float:
+    """The share of an index file's key range ``[info.min, info.max]`` inside ``[low, high]``
+    (None: unbounded), by linear interpolation of the keys as numbers."""
+    a, b = _number(info.min), _number(info.max)
+    if a is None or b is None or b <= a:
+        return 1.0
+    lo = a if low is None else max(a, _number(low) or a)
+    hi = b if high is None else min(b, _number(high) if _number(high) is not None else b)
+    share = (hi - lo) / (b - a)
+    return min(1.0, max(share, 1 / max(info.keys or info.entries, 1)))
+
+
+def _number(value: KeyValue) -> float | None:
+    """A key as a number preserving order (strings and bytes by their first 8 bytes)."""
+    if value is None:
+        return None
+    if isinstance(value, bool | int | float):
+        return float(value)
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dt.datetime):
+        return value.timestamp() if value.tzinfo else value.replace(tzinfo=dt.UTC).timestamp()
+    if isinstance(value, dt.date):
+        return float(value.toordinal())
+    raw = value.encode() if isinstance(value, str) else bytes(value)
+    return float(int.from_bytes(raw[:8].ljust(8, b"\0"), "big"))
+
+
+def chunks_for_share(info: IndexFileInfo, share: float) -> int:
+    """Chunks a contiguous key range covering ``share`` of an index file touches."""
+    return min(info.chunks, math.ceil(share * info.chunks) + 1)
