@@ -138,7 +138,11 @@ def _trees(draw, rows, depth=0):
     column = draw(st.sampled_from(_COMPARABLE))
     present = sorted({row[column] for row in rows if row[column] is not None}, key=repr)
     value = draw(st.sampled_from(present))
-    kind = draw(st.sampled_from(["=", "=", "=", "<>", "<", ">=", "in", "not in", "is null", "is not null"]))
+    kinds = ["=", "=", "=", "<>", "<", "<=", ">", ">=", "in", "not in", "is null", "is not null"]
+    kind = draw(st.sampled_from([*kinds, "like"] if column in ("name", "region") else kinds))
+    if kind == "like":
+        cut = draw(st.integers(0, len(value)))
+        return (kind, column, value[:cut].replace("%", "").replace("_", "").replace("\\", "") + "%")
     if kind in ("is null", "is not null"):
         return (kind, column)
     if kind in ("in", "not in"):

@@ -113,7 +113,12 @@ class Planner:
         node = self._analyse(predicate)
         estimate = self._estimate(node)
         scan = self.lake.read_cost(self.lake.files) + self.unindexed.read_cost(self.unindexed.files)
-        with_index = estimate.index + self.lake.read_cost(estimate.candidates)
+        candidates = self.lake.read_cost(estimate.candidates)
+        if self.reader.row_groups:
+            # Candidates are then row groups, whose share of their files the root does not
+            # know: only the index read is weighed against the scan.
+            candidates = Cost()
+        with_index = estimate.index + candidates
         with_index = with_index + self.unindexed.read_cost(self.unindexed.files)
         cost = PlanCost(estimate.index, estimate.candidates, with_index, scan)
         used: list[str] = []
