@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 
 from lakeseek.exceptions import IndexCorruptError, LakeNotFoundError, LakeseekError
 from lakeseek.expressions import Predicate
@@ -21,10 +23,12 @@ from lakeseek.expressions.arrow import to_arrow
 from lakeseek.expressions.binding import bind, resolve_column
 from lakeseek.expressions.sql import parse_where, to_spark_sql
 from lakeseek.format.root import DELETED, Root
+from lakeseek.format.values import KeyValue
 from lakeseek.io import Storage, storage_for
 from lakeseek.lake import LakeState, compare, list_data_files, open_dataset
 from lakeseek.lifecycle.leases import Leases
 from lakeseek.lifecycle.log import IndexLog
+from lakeseek.locate import FILE, locate_keys
 from lakeseek.lookup import IndexReader
 from lakeseek.planning import Plan, full_scan, plan
 
@@ -215,6 +219,43 @@ class Index:
         uris = [self.storage.uri(f"{self.lake_root}/{path}") for path in chosen.files]
         reader = spark.read.schema(schema).option("basePath", self.storage.uri(self.lake_root))
         return reader.parquet(*uris).where(to_spark_sql(where))
+
+    def locate(self, keys: Iterable[KeyValue] | pa.Array, column: str | None = None) -> pa.Table:
+        """Every ``(key, file)`` pair where ``file`` holds a row whose ``column`` is ``key``.
+
+        A batch lookup of up to millions of keys without Spark (Hudi's getRecordLocations):
+        e.g. the files to rewrite to erase a list of user ids. ``column`` may be left out
+        when the index has one column. With row-group precision a ``row_group`` column
+        says where in the file (NULL for files the index does not cover, read whole).
+        NULL keys are ignored.
+        """
+        name = self._locate_column(column)
+        state = self.lake_state()
+        found = locate_keys(self.reader, state, name, keys, self._dataset)
+        paths = [self._location(f"{self.lake_root}/{p}") for p in found.column(FILE).to_pylist()]
+        return found.set_column(found.schema.get_field_index(FILE), FILE, pa.array(paths, pa.string()))
+
+    def locate_spark(self, keys: DataFrame, column: str | None = None, key_column: str | None = None) -> DataFrame:
+        """``locate`` on Spark: a DataFrame of keys in (its ``key_column``, or its only
+        column), a DataFrame of ``(key, file)`` pairs out, for key sets too large for one
+        machine. Files are URIs."""
+        from lakeseek.spark.locate import locate_spark
+
+        name = self._locate_column(column)
+        return locate_spark(self, keys, name, key_column)
+
+    def _locate_column(self, column: str | None) -> str:
+        if column is None:
+            if len(self.root.columns) != 1:
+                raise LakeseekError(f"the index has several columns ({', '.join(self.columns)}): choose one")
+            return self.columns[0]
+        name = resolve_column(column, self.schema).name
+        if name not in self.root.columns:
+            raise LakeseekError(f"column '{name}' is not indexed (indexed: {', '.join(self.columns)})")
+        return name
+
+    def _dataset(self, paths: list[str]) -> ds.Dataset:
+        return open_dataset(self.storage, self.lake_root, paths, self.schema, self.root.partition_columns)
 
     # -- state ------------------------------------------------------------------------------
     def lake_state(self) -> LakeState:

@@ -1,0 +1,65 @@
+"""Batch lookups on Spark: a DataFrame of keys in, ``(key, file)`` pairs out.
+
+The index files are Parquet, so Spark reads the column's entries directly and joins them
+with the keys (a broadcast or shuffle join, Spark's choice) and with the live lineage.
+Files the index does not cover are read (the one column) and joined too, so the pairs are
+exact, as :meth:`lakeseek.Index.locate`'s.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from lakeseek.format.index_file import FILE_ID, KEY
+from lakeseek.locate import FILE
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from lakeseek.index import Index
+
+
+def locate_spark(index: Index, keys: DataFrame, column: str, key_column: str | None = None) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    spark = keys.sparkSession
+    if key_column is None:
+        if len(keys.columns) != 1:
+            raise ValueError(f"the keys DataFrame has several columns ({', '.join(keys.columns)}): name key_column")
+        key_column = keys.columns[0]
+    state = index.lake_state()
+    storage = index.storage
+    wanted = keys.select(F.col(key_column).alias(KEY)).where(F.col(KEY).isNotNull()).distinct()
+    uris = [storage.uri(f"{index.index_dir}/{info.path}") for info in index.root.columns[column].files]
+    lineage = pa.table(
+        {
+            FILE_ID: pa.array(list(state.indexed), pa.int32()),
+            FILE: pa.array([storage.uri(f"{index.lake_root}/{p}") for p in state.indexed.values()], pa.string()),
+        }
+    )
+    parts = []
+    if uris and len(lineage):
+        entries = spark.read.parquet(*uris).select(KEY, FILE_ID)
+        typed = wanted.select(F.col(KEY).cast(entries.schema[KEY].dataType).alias(KEY))
+        live = spark.createDataFrame(lineage)
+        parts.append(entries.join(typed, KEY).join(F.broadcast(live), FILE_ID).select(KEY, FILE))
+    base = storage.uri(index.lake_root)
+    for path in state.unindexed:
+        uri = storage.uri(f"{index.lake_root}/{path}")
+        rows = spark.read.option("basePath", base).schema(_spark_schema(index)).parquet(uri)
+        held = rows.select(F.col(column).alias(KEY)).distinct().join(wanted, KEY).withColumn(FILE, F.lit(uri))
+        parts.append(held)
+    if not parts:
+        return spark.createDataFrame([], f"{KEY} string, {FILE} string").limit(0)
+    return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
+
+
+def _spark_schema(index: Index):
+    import json
+
+    from pyspark.sql.types import StructType
+
+    return StructType.fromJson(json.loads(index.root.spark_schema))
