@@ -104,3 +104,13 @@ def _number(value: KeyValue) -> float | None:
 def chunks_for_share(info: IndexFileInfo, share: float) -> int:
     """Chunks a contiguous key range covering ``share`` of an index file touches."""
     return min(info.chunks, math.ceil(share * info.chunks) + 1)
+
+
+def human_size(nbytes: float) -> str:
+    """``nbytes`` for people: 1,234 B, 12.1 KiB, 3.4 MiB..."""
+    unit = "B"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if nbytes < 1024 or unit == "GiB":
+            break
+        nbytes /= 1024
+    return f"{nbytes:,.0f} {unit}" if unit == "B" else f"{nbytes:,.1f} {unit}"

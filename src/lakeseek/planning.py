@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeseek.cost import Cost, Estimate, LakeSize, chunks_for_share, estimate_files, key_share
+from lakeseek.cost import Cost, Estimate, LakeSize, chunks_for_share, estimate_files, human_size, key_share
 from lakeseek.expressions import And, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
 from lakeseek.format.index_file import FILE_ID, ROW_GROUP
 from lakeseek.format.root import ColumnIndex
@@ -128,7 +128,7 @@ class Planner:
             return self._scan(
                 cost,
                 used,
-                f"reading the index (~{_size(estimate.index.bytes)}) would cost more than it saves: "
+                f"reading the index (~{human_size(estimate.index.bytes)}) would cost more than it saves: "
                 f"~{estimate.candidates:,.0f} of {self.lake.files:,} files would remain",
             )
         locations = self._evaluate(node, used)
@@ -426,11 +426,3 @@ def _intersect_locations(left: np.ndarray, right: np.ndarray) -> np.ndarray:
 
 def _describe(node) -> str:
     return f"'{node.column}'" if isinstance(node, _Lookup) else "part of the predicate"
-
-
-def _size(nbytes: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if nbytes < 1024 or unit == "GB":
-            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
-        nbytes /= 1024
-    return f"{nbytes:.1f} GB"

@@ -18,6 +18,7 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 
+from lakeseek.cost import human_size
 from lakeseek.exceptions import LakeseekError
 from lakeseek.index import Index, open_index
 
@@ -138,7 +139,7 @@ def create(
         lambda progress: lakeseek.create_index(source, columns, index_dir, name=name, progress=progress, **options)
     )
     status = index.status()
-    summary = ", ".join(f"{c.name} ({c.entries:,} entries, {_size(c.bytes)})" for c in status.columns)
+    summary = ", ".join(f"{c.name} ({c.entries:,} entries, {human_size(c.bytes)})" for c in status.columns)
     stdout.print(
         f"index '{index.name}' version {index.version}: "
         f"indexed {status.indexed_files:,} files of {index.source}: {summary}",
@@ -240,7 +241,7 @@ def vacuum(source: str, retain_hours: float, index_dir: str | None, name: str | 
 
     result = lakeseek.vacuum_index(source, index_dir, name=name, retention_hours=retain_hours)
     stdout.print(
-        f"deleted {result.files_deleted:,} files ({_size(result.bytes_deleted)}), "
+        f"deleted {result.files_deleted:,} files ({human_size(result.bytes_deleted)}), "
         f"{result.versions_deleted:,} old versions; cleared {result.operations_recovered} dead operations",
         markup=False,
     )
@@ -288,7 +289,7 @@ def indexes(source: str, index_dir: str | None, output: str) -> None:
             s.state,
             str(s.version),
             ", ".join(c.name for c in s.columns),
-            _size(s.index_bytes),
+            human_size(s.index_bytes),
             str(max((c.segments for c in s.columns), default=0)),
             f"{stale:,}",
             f"{s.last_operation} ({_when(s.updated_ms)})",
@@ -317,6 +318,20 @@ def query(source: str, where: str, columns: str | None, output: str, index_dir: 
             sys.stdout.write(json.dumps({k: _json_value(v) for k, v in row.items()}, ensure_ascii=False) + "\n")
     else:
         _print_table(table)
+
+
+@main.command()
+@click.argument("source")
+@_where_option
+@click.option("--analyze", is_flag=True, help="Also run the query and report rows and time.")
+@_index_option
+@_name_option
+@_handled
+def explain(source: str, where: str, analyze: bool, index_dir: str | None, name: str | None) -> None:
+    """Show how a query uses the index: columns, candidate files, reads, cost, and why not."""
+    result = open_index(source, index_dir, name=name).explain(where, analyze=analyze)
+    for line in result.lines():
+        stdout.print(line, markup=False)
 
 
 @main.command()
@@ -351,10 +366,10 @@ def status(source: str, index_dir: str | None, name: str | None, output: str) ->
         f"{state.last_operation} at {_when(state.updated_ms)})",
         markup=False,
     )
-    stdout.print(f"size      {_size(state.index_bytes)}", markup=False)
+    stdout.print(f"size      {human_size(state.index_bytes)}", markup=False)
     columns = Table("column", "type", "entries", "segments", "index files", "size", box=None, pad_edge=False)
     for c in state.columns:
-        columns.add_row(c.name, c.type, f"{c.entries:,}", str(c.segments), str(c.index_files), _size(c.bytes))
+        columns.add_row(c.name, c.type, f"{c.entries:,}", str(c.segments), str(c.index_files), human_size(c.bytes))
     stdout.print(columns)
     stdout.print(
         f"files     {state.indexed_files:,} indexed, {state.lake_files:,} in the lake now: "
@@ -448,15 +463,6 @@ def _status_json(state: Any) -> dict:
     from dataclasses import asdict
 
     return asdict(state)
-
-
-def _size(n: float) -> str:
-    unit = "B"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            break
-        n /= 1024
-    return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
 
 
 def _percent(part: int, whole: int) -> str:
