@@ -76,7 +76,8 @@ def estimate_files(infos: list[tuple[IndexFileInfo, float, int]], total_files: i
 def key_share(info: IndexFileInfo, low: KeyValue, high: KeyValue) -> float:
     """The share of an index file's key range ``[info.min, info.max]`` inside ``[low, high]``
     (None: unbounded), by linear interpolation of the keys as numbers."""
-    a, b = _number(info.min), _number(info.max)
+    # A file starting with NULL keys: its lowest non-NULL key is unknown, the range's low stands in.
+    a, b = _number(info.min if info.min is not None else low), _number(info.max)
     if a is None or b is None or b <= a:
         return 1.0
     lo = a if low is None else max(a, _number(low) or a)

@@ -190,10 +190,13 @@ class Planner:
             return self._points(index, [literal.value for literal in predicate.literals])
         if isinstance(predicate, IsNull):
             return self._points(index, [None])
-        if isinstance(predicate, _Range):
-            return self._range(index, predicate.key_range(index.key_type))
         if isinstance(predicate, Comparison) and predicate.op in _RANGE_OPERATORS:
-            return self._range(index, _Range.of(predicate).key_range(index.key_type))
+            predicate = _Range.of(predicate)
+        if isinstance(predicate, _Range):
+            # Keys of a nanosecond column are truncated to microseconds: bounds widen to keep every row.
+            column_type = self.reader.root.schema.field(column).type
+            truncated = pa.types.is_timestamp(column_type) and column_type.unit == "ns"
+            return self._range(index, predicate.key_range(index.key_type, widen=truncated))
         if isinstance(predicate, Like):
             return self._like(index, predicate.pattern)
         return self._not_served(f"'{predicate.op}' on '{column}' is not served by the index")
@@ -349,12 +352,10 @@ class _Range(Predicate):
             high, high_inclusive = other.high, other.high_inclusive
         return _Range(self.column, low, high, low_inclusive, high_inclusive)
 
-    def key_range(self, key_type: pa.DataType) -> KeyRange:
+    def key_range(self, key_type: pa.DataType, widen: bool = False) -> KeyRange:
         low = None if self.low is None else _key(self.low, key_type)
         high = None if self.high is None else _key(self.high, key_type)
-        # Keys of a finer-grained timestamp column are truncated: widen to keep every row.
-        exact = not pa.types.is_timestamp(key_type)
-        return KeyRange(low, high, self.low_inclusive or not exact, self.high_inclusive or not exact)
+        return KeyRange(low, high, self.low_inclusive or widen, self.high_inclusive or widen)
 
 
 def _conjuncts(predicate: Predicate) -> list[Predicate]:
