@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -41,6 +42,16 @@ def benchmark_lake(data: Path, rows: int, files: int, days: int) -> Path:
 
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def timed(wheres: list[str], action: Callable[[str], int]) -> dict:
+    """Median and max milliseconds of ``action(where)`` (which returns a row count) per predicate."""
+    times, rows = [], []
+    for where in wheres:
+        started = time.perf_counter()
+        rows.append(action(where))
+        times.append(time.perf_counter() - started)
+    return {"p50_ms": statistics.median(times) * 1000, "max_ms": max(times) * 1000, "rows": rows}
 
 
 def timed_lookups(

@@ -17,16 +17,14 @@ import os
 import platform
 import random
 import shutil
-import statistics
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 import lakeseek
 from lakeseek.spark.session import default_session
-from measure import COLUMNS, benchmark_lake, lake_parser, say, timed_lookups
+from measure import COLUMNS, benchmark_lake, lake_parser, say, timed, timed_lookups
 
 
 def main() -> None:
@@ -143,14 +141,14 @@ def _needles(spark, lake: Path, index: lakeseek.Index, column: str, values: list
         return sum(pq.read_table(p, filters=[(column, "=", value)]).num_rows for p in paths)
 
     measured = {
-        "lakeseek_read": _time(wheres, lambda w: index.read(w).num_rows),
-        "lakeseek_to_spark": _time(wheres, lambda w: len(index.to_spark(spark, w).collect())),
-        "spark_full_scan": _time(wheres, lambda w: len(full.where(w).collect())),
-        "spark_bloom_filters": _time(wheres, lambda w: len(with_bloom.where(w).collect())),
-        "duckdb_full_scan": _time(
+        "lakeseek_read": timed(wheres, lambda w: index.read(w).num_rows),
+        "lakeseek_to_spark": timed(wheres, lambda w: len(index.to_spark(spark, w).collect())),
+        "spark_full_scan": timed(wheres, lambda w: len(full.where(w).collect())),
+        "spark_bloom_filters": timed(wheres, lambda w: len(with_bloom.where(w).collect())),
+        "duckdb_full_scan": timed(
             wheres, lambda w: len(connection.execute(f"SELECT * FROM lake WHERE {w}").fetchall())
         ),
-        "floor_pyarrow_right_files": _time(wheres, floor),
+        "floor_pyarrow_right_files": timed(wheres, floor),
     }
     rows = {name: result.pop("rows") for name, result in measured.items()}
     if len({tuple(r) for r in rows.values()}) != 1:
@@ -178,15 +176,6 @@ def _bloom_copy(spark, lake: Path) -> Path:
             writer = writer.option(f"parquet.bloom.filter.enabled#{column}", "true")
         writer.parquet(str(copy))
     return copy
-
-
-def _time(wheres: list[str], action: Callable[[str], int]) -> dict:
-    times, rows = [], []
-    for where in wheres:
-        started = time.perf_counter()
-        rows.append(action(where))
-        times.append(time.perf_counter() - started)
-    return {"p50_ms": statistics.median(times) * 1000, "max_ms": max(times) * 1000, "rows": rows}
 
 
 def _pct(values: list[float], percent: int) -> float:
