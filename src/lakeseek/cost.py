@@ -3,10 +3,12 @@
 The paper's model (section 4) compares ``C_R * (|F(Q)| + 3)`` with ``C_R * |F|``: reads
 through the index against reads of every file. lakeseek adds bytes, because a range can
 make the index read large: a cost is ``reads * READ_COST_BYTES + bytes``. The root keeps,
-per index file, its entries, distinct keys and distinct data files, so the number of data
-files a selection of keys leaves (``|F(Q)|``) is estimated with Cardenas' formula: an index
-file whose ``e = entries / data_files`` entries per data file are selected with
-probability ``p`` leaves each of its data files with probability ``1 - (1 - p) ** e``.
+per index file, its entries, distinct keys and distinct data files (overall and summed per
+chunk), so the number of data files a selection of keys leaves (``|F(Q)|``) is estimated
+as the lower of two bounds: Cardenas' formula for scattered keys (an index file whose
+``e = entries / data_files`` entries per data file are selected with probability ``p``
+leaves each of its data files with probability ``1 - (1 - p) ** e``), and the files of the
+chunks read, for clustered keys.
 """
 
 from __future__ import annotations
@@ -69,7 +71,11 @@ def estimate_files(infos: list[tuple[IndexFileInfo, float, int]], total_files: i
             index = index + Cost(1 + chunks, info.footer_length + chunks * info.size / max(info.chunks, 1))
         data_files = info.data_files or info.entries
         per_file = info.entries / max(data_files, 1)
-        candidates += data_files * (1 - (1 - min(share, 1.0)) ** per_file)
+        scattered = data_files * (1 - (1 - min(share, 1.0)) ** per_file)
+        # Clustered keys (a time column) put few files in each chunk: the chunks read bound
+        # the files better than Cardenas' formula, which assumes keys scattered at random.
+        clustered = chunks * info.chunk_files / info.chunks if info.chunk_files else scattered
+        candidates += min(scattered, clustered)
     return Estimate(min(candidates, total_files), index)
 
 

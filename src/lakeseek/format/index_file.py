@@ -67,6 +67,7 @@ class IndexFileInfo:
     # For the cost model (None in indexes written before they were kept):
     data_files: int | None = None  # distinct data files its entries point at
     keys: int | None = None  # distinct keys
+    chunk_files: int | None = None  # sum over chunks of the distinct data files each points at
 
     def to_json(self, key_type: pa.DataType) -> dict:
         return {
@@ -81,6 +82,7 @@ class IndexFileInfo:
             "footer_crc32": self.footer_crc32,
             "data_files": self.data_files,
             "keys": self.keys,
+            "chunk_files": self.chunk_files,
         }
 
     @classmethod
@@ -97,6 +99,7 @@ class IndexFileInfo:
             footer_crc32=int(raw["footer_crc32"]),
             data_files=None if raw.get("data_files") is None else int(raw["data_files"]),
             keys=None if raw.get("keys") is None else int(raw["keys"]),
+            chunk_files=None if raw.get("chunk_files") is None else int(raw["chunk_files"]),
         )
 
 
@@ -169,6 +172,7 @@ def write_index_file(
         "footer_crc32": zlib.crc32(data[footer_offset:]),
         "data_files": len(np.unique(np.concatenate(file_ids))),
         "keys": distinct_keys,
+        "chunk_files": sum(len(ids) for ids in file_ids),
     }
     return data, info
 
