@@ -54,7 +54,7 @@ class LakeChanger:
 
 
 def queries(rows: list[dict], rng: random.Random, count: int = 6) -> list[tuple]:
-    """Point queries on indexed columns for values present, absent and removed."""
+    """Point, range and LIKE queries on indexed columns for values present, absent and removed."""
     present = rng.sample(rows, min(count, len(rows)))
     trees = [("=", "id", r["id"]) for r in present]
     trees += [
@@ -64,6 +64,13 @@ def queries(rows: list[dict], rng: random.Random, count: int = 6) -> list[tuple]
         ("is null", "small"),
         ("or", ("=", "id", present[0]["id"] if present else 1), ("=", "code", 7)),
         ("and", ("=", "region", "east"), ("=", "flag", True)),
+        (
+            "and",
+            (">=", "id", present[0]["id"] if present else 0),
+            ("<", "id", (present[0]["id"] if present else 0) + 40),
+        ),
+        ("<", "id", 30),
+        ("like", "name", "S%"),
     ]
     return trees
 
@@ -77,4 +84,10 @@ def assert_exact(root: str, rng: random.Random, *, name: str | None = None) -> l
         expected = matching(rows, tree)
         assert ids(index.read(where)) == ids(expected), where
         assert set(index.files(where)) >= {r["__file"] for r in expected}, where
+    if "id" not in index.columns:
+        return index
+    keys = sorted({r["id"] for r in rng.sample(rows, min(20, len(rows)))} | {987_654_321})
+    pairs = index.locate(keys, column="id")
+    located = sorted(zip(pairs.column("key").to_pylist(), pairs.column("file").to_pylist(), strict=True))
+    assert located == sorted({(r["id"], r["__file"]) for r in rows if r["id"] in keys})
     return index

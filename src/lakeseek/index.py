@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from lakeseek.exceptions import IndexCorruptError, LakeNotFoundError, LakeseekError
@@ -31,7 +32,7 @@ from lakeseek.io import Storage, storage_for
 from lakeseek.lake import LakeState, compare, list_data_files, open_dataset
 from lakeseek.lifecycle.leases import Leases
 from lakeseek.lifecycle.log import IndexLog
-from lakeseek.locate import FILE, locate_keys
+from lakeseek.locate import FILE, locate_keys, scan_keys
 from lakeseek.lookup import IndexReader
 from lakeseek.planning import Plan, full_scan, plan
 
@@ -259,7 +260,14 @@ class Index:
         """
         name = self._locate_column(column)
         state = self.lake_state()
-        found = locate_keys(self.reader, state, name, keys, self._dataset)
+        if self.root.state == DELETED:
+            found = self._scan_keys(state, name, keys)
+        else:
+            try:
+                found = locate_keys(self.reader, state, name, keys, self._dataset)
+            except IndexCorruptError as error:
+                log.warning("the index is damaged (%s): every file is read; run a full refresh to repair it", error)
+                found = self._scan_keys(state, name, keys)
         paths = [self._location(f"{self.lake_root}/{p}") for p in found.column(FILE).to_pylist()]
         return found.set_column(found.schema.get_field_index(FILE), FILE, pa.array(paths, pa.string()))
 
@@ -281,6 +289,12 @@ class Index:
         if name not in self.root.columns:
             raise LakeseekError(f"column '{name}' is not indexed (indexed: {', '.join(self.columns)})")
         return name
+
+    def _scan_keys(self, state: LakeState, column: str, keys: Iterable[KeyValue] | pa.Array) -> pa.Table:
+        key_type = self.root.columns[column].key_type
+        wanted = keys if isinstance(keys, pa.Array) else pa.array(list(keys), key_type)
+        files = list(state.files)
+        return scan_keys(files, column, pc.unique(wanted.cast(key_type)), self._dataset, self.reader.row_groups)
 
     def _dataset(self, paths: list[str]) -> ds.Dataset:
         return open_dataset(self.storage, self.lake_root, paths, self.schema, self.root.partition_columns)

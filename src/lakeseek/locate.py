@@ -45,13 +45,20 @@ def locate_keys(
     names = [KEY, FILE, ROW_GROUP] if reader.row_groups else [KEY, FILE]
     found = entries.join(live, FILE_ID, join_type="inner").select(names)
     if state.unindexed:
-        scanned = _scan(open_files(state.unindexed), state.unindexed, column, wanted, names)
-        found = pa.concat_tables([found, scanned])
+        found = pa.concat_tables([found, scan_keys(state.unindexed, column, wanted, open_files, reader.row_groups)])
     return found.sort_by([(KEY, "ascending"), (FILE, "ascending")])
 
 
-def _scan(dataset: ds.Dataset, paths: list[str], column: str, keys: pa.Array, names: list[str]) -> pa.Table:
-    """The (key, file) pairs of files read directly (whole files: no row group is named)."""
+def scan_keys(
+    paths: list[str],
+    column: str,
+    keys: pa.Array,
+    open_files: Callable[[list[str]], ds.Dataset],
+    row_groups: bool = False,
+) -> pa.Table:
+    """``(key, file)`` pairs found by reading ``column`` of each file (no row group is named)."""
+    dataset = open_files(paths)
+    keys = keys.drop_null()
     parts = []
     for fragment, path in zip(dataset.get_fragments(), paths, strict=True):
         table = fragment.to_table(columns=[column], filter=pc.field(column).isin(keys), schema=dataset.schema)
@@ -59,6 +66,6 @@ def _scan(dataset: ds.Dataset, paths: list[str], column: str, keys: pa.Array, na
         parts.append(pa.table({KEY: held, FILE: pa.array([path] * len(held), pa.string())}))
     schema = pa.schema([pa.field(KEY, keys.type), pa.field(FILE, pa.string())])
     scanned = pa.concat_tables(parts) if parts else schema.empty_table()
-    if ROW_GROUP in names:
+    if row_groups:
         scanned = scanned.append_column(ROW_GROUP, pa.nulls(scanned.num_rows, pa.int32()))
-    return scanned
+    return scanned.sort_by([(KEY, "ascending"), (FILE, "ascending")])
