@@ -86,8 +86,8 @@ def key_share(info: IndexFileInfo, low: KeyValue, high: KeyValue) -> float:
     a, b = _number(info.min if info.min is not None else low), _number(info.max)
     if a is None or b is None or b <= a:
         return 1.0
-    lo = a if low is None else max(a, _number(low) or a)
-    hi = b if high is None else min(b, _number(high) if _number(high) is not None else b)
+    lo = a if low is None else max(a, _number(low))
+    hi = b if high is None else min(b, _number(high))
     share = (hi - lo) / (b - a)
     return min(1.0, max(share, 1 / max(info.keys or info.entries, 1)))
 
