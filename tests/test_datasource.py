@@ -156,9 +156,10 @@ def _eq(column, value):
         ([f.Not(f.In(("small",), [None, 1]))], lambda r: False, 1),
         ([f.GreaterThanOrEqual(("id",), 100), f.LessThan(("id",), 110)], lambda r: 100 <= r["id"] < 110, 2),
         ([f.EqualTo(("id",), -1)], lambda r: False, 1),
-        # Not used (Spark alone filters): floats, nested columns, literals that do not fit.
-        ([f.GreaterThan(("score",), 0.0)], lambda r: r["score"] is not None and r["score"] > 0, 0),
-        ([f.EqualTo(("code",), 7), f.EqualTo(("score",), 0.5)], lambda r: r["code"] == 7 and r["score"] == 0.5, 1),
+        # Floats are used, with Spark's NaN order (see test_more_types for NaN rows).
+        ([f.GreaterThan(("score",), 0.0)], lambda r: r["score"] is not None and r["score"] > 0, 1),
+        ([f.EqualTo(("code",), 7), f.EqualTo(("score",), 0.5)], lambda r: r["code"] == 7 and r["score"] == 0.5, 2),
+        # Not used (Spark alone filters): nested columns, literals that do not fit.
         ([f.StringEndsWith(("name",), "\\slash")], lambda r: (r["name"] or "").endswith("\\slash"), 0),
         ([f.StringStartsWith(("name",), "back\\")], lambda r: (r["name"] or "").startswith("back\\"), 0),
         ([f.EqualTo(("point", "x"), 1)], lambda r: True, 0),
@@ -295,6 +296,12 @@ def extra_lake(spark, tmp_path_factory):
         "ntz = TIMESTAMP_NTZ '2024-01-01 00:00:03'",
         "ms < TIMESTAMP '2024-01-01 00:00:00.0035'",  # not exact in milliseconds: not pushed
         "isnan(f32) AND key < 50",
+        "f32 > 1.0",
+        "f32 >= 0.0 AND key < 60",
+        "f32 < 2.5",
+        "NOT (f32 > 1.0)",
+        "f32 <= 10.0 OR key = 3",
+        "f32 > float('NaN')",
         "big = 3.0000000001",
         "day = DATE '2024-01-02' AND point.x = 3",
         "array_contains(tags, '4') OR attrs['k'] = 7",
@@ -319,7 +326,8 @@ def test_literals_that_pyarrow_would_round_are_not_pushed(extra_lake):
     assert usable(f.EqualTo(("ntz",), dt.datetime(2024, 1, 1, tzinfo=UTC)), schema) is None
     assert usable(f.EqualTo(("big",), Decimal("3.0000000001")), schema) is not None
     assert usable(f.EqualTo(("big",), Decimal("3.00000000001")), schema) is None
-    assert usable(f.EqualTo(("f32",), 0.5), schema) is None
+    assert usable(f.EqualTo(("f32",), 0.5), schema) is not None
+    assert usable(f.EqualTo(("f32",), 0.1), schema) is None  # 0.1 is not a float32
     assert usable(f.IsNull(("f32",)), schema) is not None
 
 

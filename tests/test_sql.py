@@ -133,3 +133,35 @@ def test_comparisons_with_null_are_unknown():
     assert bind(parse_where("i = NULL"), SCHEMA) == Constant(None)
     assert bind(parse_where("i IN (NULL)"), SCHEMA) == Constant(None)
     assert bind(parse_where("i IN (1, NULL)"), SCHEMA) == Or(In("i", (Literal("value", 1),)), Constant(None))
+
+
+@pytest.mark.parametrize(
+    ("op", "value", "kept"),
+    [
+        (">", 1.0, [5.0, "nan"]),
+        (">=", 5.0, [5.0, "nan"]),
+        ("<", 5.0, [1.0, -0.0]),
+        ("=", 0.0, [-0.0]),
+        ("<>", 1.0, [5.0, -0.0, "nan"]),
+        ("=", float("nan"), ["nan"]),
+        (">", float("nan"), []),
+        ("<=", float("nan"), [1.0, 5.0, -0.0, "nan"]),
+    ],
+)
+def test_float_comparisons_order_nan_as_spark_does(op, value, kept):
+    import pyarrow as pa
+
+    from lakeseek.expressions import Comparison, Literal, Not
+    from lakeseek.expressions.arrow import to_arrow
+
+    schema = pa.schema([("x", pa.float64())])
+    table = pa.table({"x": [1.0, 5.0, -0.0, float("nan"), None]})
+    predicate = Comparison(op, "x", Literal("value", value))
+
+    def shown(filtered):
+        return ["nan" if v != v else v for v in filtered.column("x").to_pylist()]
+
+    assert shown(table.filter(to_arrow(predicate, schema))) == kept
+    # NOT keeps the other non-NULL rows: NULL stays unknown.
+    others = [v for v in [1.0, 5.0, -0.0, "nan"] if v not in kept]
+    assert shown(table.filter(to_arrow(Not(predicate), schema))) == others

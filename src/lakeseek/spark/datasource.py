@@ -220,8 +220,7 @@ def to_predicate(spark_filter: spark_filters.Filter, schema: pa.Schema) -> Predi
     """An unbound lakeseek predicate that means what ``spark_filter`` means in Spark, or None
     when there is none lakeseek evaluates with Spark's semantics.
 
-    None for: nested column references; floating-point values (Spark orders NaN above
-    every number and says NaN = NaN, Arrow says neither); literals whose Python type does
+    None for: nested column references; literals whose Python type does
     not match the column's type family (Spark only pushes a filter whose literal already
     has the column's type, so a mismatch means something unusual: keep out of its way).
     """
@@ -286,6 +285,9 @@ def spark_literal(value: Any, column_type: pa.DataType) -> Literal | None:
     if value is None:
         return Literal("null", None)
     if pa.types.is_floating(t) or isinstance(value, float):
+        # lakeseek's Arrow filter orders NaN as Spark does (see lakeseek.expressions.arrow).
+        if pa.types.is_floating(t) and isinstance(value, int | float) and not isinstance(value, bool):
+            return Literal("float", float(value))
         return None
     if isinstance(value, bool):
         return Literal("bool", value) if pa.types.is_boolean(t) else None
