@@ -150,8 +150,15 @@ def _ranges(lake: Path, ids: np.ndarray) -> list[dict]:
     for column, where, label in cases:
         index = lakeseek.open_index(str(lake), lake_listing="once")
         plan = index.plan(where)
-        read = timed([where] * 3, lambda w, i=index: i.read(w).num_rows)
-        scan = timed([where] * 3, lambda w, i=index: i.scan(w).num_rows)
+        # Interleaved, so a slow moment of the machine hits both sides.
+        runs = [
+            (
+                timed([where], lambda w, i=index: i.read(w).num_rows),
+                timed([where], lambda w, i=index: i.scan(w).num_rows),
+            )
+            for _ in range(3)
+        ]
+        read, scan = _median_of([r for r, _ in runs]), _median_of([s for _, s in runs])
         if read["rows"] != scan["rows"]:
             raise SystemExit(f"row counts disagree for {where}")
         measured.append(
@@ -169,6 +176,11 @@ def _ranges(lake: Path, ids: np.ndarray) -> list[dict]:
         )
         say(f"range {column} {label}: {measured[-1]}")
     return measured
+
+
+def _median_of(results: list[dict]) -> dict:
+    times = sorted(r["p50_ms"] for r in results)
+    return {"p50_ms": times[len(times) // 2], "rows": results[0]["rows"]}
 
 
 # -- batch lookups ---------------------------------------------------------------------------------
@@ -205,7 +217,7 @@ def _batch(spark, lake: Path, ids: np.ndarray, rng: np.random.Generator) -> list
         duck = connection.execute(
             f"SELECT count(*) FROM (SELECT DISTINCT record_id, filename FROM read_parquet({files!r}, filename = true) "
             "WHERE record_id IN (SELECT k FROM keys_table))"
-        ).fetchone()[0]
+        ).fetchall()[0][0]
         duck_seconds = time.perf_counter() - started
         if not pairs.num_rows == index_spark == joined == duck:
             raise SystemExit(f"batch of {size}: pair counts disagree {pairs.num_rows} {index_spark} {joined} {duck}")

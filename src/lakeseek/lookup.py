@@ -13,7 +13,9 @@ one read instead when most of its chunks are needed (RFC-08's seek-or-scan rule)
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,14 +126,22 @@ class IndexReader:
         present = wanted.drop_null()
         present = present.take(pc.sort_indices(present))
         found = []
+        reads = []
         for position, segment in enumerate(index.segments):
             for info, file_keys in _keys_by_span(_file_spans(segment), present):
                 if position:  # a delta's bloom filter rules keys out without reading its footer
                     file_keys = self._after_delta_filter(info, file_keys)
                 if len(file_keys):
-                    found.append(self._entries_of_keys(index, info, file_keys))
+                    reads.append((info, file_keys))
             if wanted.null_count:
                 found.extend(self._null_entries(index, segment, position))
+        if len(reads) > 1:
+            # Many keys touch many index files: read and decode them in parallel (pyarrow
+            # releases the GIL), as a batch lookup of 100k keys reads most of the index.
+            with ThreadPoolExecutor(min(len(reads), os.cpu_count() or 1)) as pool:
+                found.extend(pool.map(lambda read: self._entries_of_keys(index, *read), reads))
+        else:
+            found.extend(self._entries_of_keys(index, *read) for read in reads)
         return self._concat(index, found)
 
     def _null_entries(self, index: ColumnIndex, segment: Segment, position: int) -> list[pa.Table]:
