@@ -268,8 +268,8 @@ class Index:
             except IndexCorruptError as error:
                 log.warning("the index is damaged (%s): every file is read; run a full refresh to repair it", error)
                 found = self._scan_keys(state, name, keys)
-        paths = [self._location(f"{self.lake_root}/{p}") for p in found.column(FILE).to_pylist()]
-        return found.set_column(found.schema.get_field_index(FILE), FILE, pa.array(paths, pa.string()))
+        paths = pc.binary_join_element_wise(self._location(self.lake_root) + "/", found.column(FILE), "")
+        return found.set_column(found.schema.get_field_index(FILE), FILE, paths)
 
     def locate_spark(self, keys: DataFrame, column: str | None = None, key_column: str | None = None) -> DataFrame:
         """``locate`` on Spark: a DataFrame of keys in (its ``key_column``, or its only
