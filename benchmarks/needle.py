@@ -58,7 +58,7 @@ def main() -> None:
             }
             for c in status.columns
         },
-        "index_percent_of_lake": 100 * status.index_bytes / status.lake_bytes_indexed,
+        "index_percent_of_lake": 100 * status.index_bytes / results["lake"]["bytes"],
     }
     say(f"build: {build:.1f} s ({args.rows / build:,.0f} rows/s)")
 
