@@ -72,7 +72,7 @@ def test_like(index, rows, pattern):
 def test_like_prefix_reads_the_index():
     assert like_prefix("ab%c") == "ab"
     assert like_prefix("a_c%") == "a"
-    assert like_prefix("50\\% off%") == "50% off"
+    assert like_prefix("50\\% off%") == "50"
     assert like_prefix("%x") == ""
 
 
@@ -106,3 +106,39 @@ def test_unserved_parts_are_explained(index, rows):
     assert plan.index_used and any("score" in note for note in plan.notes)
     plan = _check(index, rows, ("<>", "id", 5))
     assert not plan.index_used
+
+
+@pytest.mark.parametrize("pattern", ["back\\s%", "back\\\\s%", "back\\%", "b%\\%", "x\\_%"])
+def test_like_with_backslashes_agrees_with_a_scan(index, rows, pattern):
+    # pyarrow's match_like reads a backslash as an escape in some patterns and literally in
+    # others: whatever it decides, the index must name every file a scan finds rows in.
+    where = "name LIKE '" + pattern.replace("'", "''") + "'"
+    scanned = index.scan(where)
+    assert ids(index.read(where)) == ids(scanned), where
+    assert set(index.files(where)) >= {row["__file"] for row in rows if row["id"] in set(ids(scanned))}, where
+
+
+def test_coarse_timestamps_drop_the_same_digits_as_a_scan(tmp_path, spark):
+    import datetime as dt
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = str(tmp_path / "lake")
+    base = dt.datetime(2020, 1, 1)
+    for number in range(3):
+        moments = [base + dt.timedelta(milliseconds=number * 10 + i) for i in range(10)]
+        table = pa.table({"id": range(number * 10, number * 10 + 10), "at": pa.array(moments, pa.timestamp("ms"))})
+        os.makedirs(root, exist_ok=True)
+        pq.write_table(table, f"{root}/part-{number}.parquet")
+    lakeseek.create_index(root, "at", spark=spark)
+    index = lakeseek.open_index(root)
+    for where in (
+        "at = TIMESTAMP '2020-01-01 00:00:00.0015'",
+        "at >= TIMESTAMP '2020-01-01 00:00:00.0195'",
+        "at < TIMESTAMP '2020-01-01 00:00:00.0105'",
+        "at IN (TIMESTAMP '2020-01-01 00:00:00.0211', TIMESTAMP '2020-01-01 00:00:00.009')",
+    ):
+        scanned = ids(index.scan(where))
+        assert scanned and ids(index.read(where)) == scanned, where

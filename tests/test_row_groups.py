@@ -82,6 +82,20 @@ def test_points_ranges_and_like_name_exact_row_groups(lake):
     )
 
 
+def test_locate_names_row_groups_and_spark_gives_the_same_pairs(lake, spark):
+    index = lakeseek.open_index(lake)
+    rows = _oracle(lake)
+    keys = ["u1", "u7", "nobody"]
+    found = index.locate(keys, column="user")
+    expected = {(r["user"], r["__file"], r["__group"]) for r in rows if r["user"] in keys}
+    columns = [found.column(name).to_pylist() for name in ("key", "file", "row_group")]
+    got = zip(*columns, strict=True)
+    assert {(k, f.rsplit("/", 1)[1], g) for k, f, g in got} == expected
+    frame = index.locate_spark(spark.createDataFrame([(k,) for k in keys], "k string"), column="user")
+    pairs = [(r["key"], r["file"].rsplit("/", 1)[1]) for r in frame.collect()]
+    assert sorted(pairs) == sorted({(k, f) for k, f, _ in expected})  # one pair per file, not per row group
+
+
 def test_reads_only_the_chosen_row_groups(lake):
     from lakeseek.lake import open_dataset
 

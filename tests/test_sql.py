@@ -165,3 +165,15 @@ def test_float_comparisons_order_nan_as_spark_does(op, value, kept):
     # NOT keeps the other non-NULL rows: NULL stays unknown.
     others = [v for v in [1.0, 5.0, -0.0, "nan"] if v not in kept]
     assert shown(table.filter(to_arrow(Not(predicate), schema))) == others
+
+
+def test_float_in_treats_the_zeros_as_equal():
+    import pyarrow as pa
+
+    from lakeseek.expressions import In, Literal
+    from lakeseek.expressions.arrow import to_arrow
+
+    schema = pa.schema([("x", pa.float64())])
+    table = pa.table({"x": [0.0, -0.0, 1.0, None]})
+    kept = table.filter(to_arrow(In("x", (Literal("value", 0.0), Literal("value", 2.0))), schema))
+    assert kept.column("x").to_pylist() == [0.0, -0.0]

@@ -23,6 +23,9 @@ from lakeseek.format.values import KeyValue
 
 READ_COST_BYTES = 1 << 20  # one storage request costs about as much as reading 1 MiB
 DATA_READS_PER_FILE = 2  # a Parquet file costs its footer and its column chunks
+# An index file is read whole (one read) rather than chunk by chunk when more than this
+# share of its chunks is needed.
+SCAN_SHARE = 0.5
 
 
 @dataclass(frozen=True, order=True)
@@ -65,7 +68,7 @@ def estimate_files(infos: list[tuple[IndexFileInfo, float, int]], total_files: i
     index = Cost()
     candidates = 0.0
     for info, share, chunks in infos:
-        if chunks > info.chunks / 2 and info.chunks > 1:
+        if chunks > SCAN_SHARE * info.chunks and info.chunks > 1:
             index = index + Cost(1, info.size)  # read whole, in one read
         else:
             index = index + Cost(1 + chunks, info.footer_length + chunks * info.size / max(info.chunks, 1))

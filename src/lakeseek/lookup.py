@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeseek.cost import SCAN_SHARE
 from lakeseek.format.bloom import BloomFilter
 from lakeseek.format.filters import read_filters
 from lakeseek.format.index_file import (
@@ -37,10 +38,6 @@ from lakeseek.format.lineage import Lineage, read_lineage
 from lakeseek.format.root import ColumnIndex, LineagePart, Root, Segment
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import Storage
-
-# An index file is read whole (one read) rather than chunk by chunk when more than this
-# share of its chunks is needed.
-SCAN_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -156,13 +153,11 @@ class IndexReader:
         return [entries.filter(pc.is_null(entries.column(KEY)))]
 
     def _entries_of_keys(self, index: ColumnIndex, info: IndexFileInfo, keys: pa.Array) -> pa.Table:
-        if len(keys) >= SCAN_SHARE * info.chunks and info.chunks > 1:
-            entries = read_entries(self.storage, self._path(info), info, index.key_type)
-        else:
-            footer = self._footer(index, info)
-            keys = keys.filter(pa.array([footer.may_contain(k) for k in keys.to_pylist()], pa.bool_()))
-            chunks = sorted({chunk for chunk, _ in _keys_by_span(_chunk_spans(footer), keys)})
-            entries = self._read_chunks(index, info, footer, chunks)
+        footer = self._footer(index, info)
+        if footer.bloom is not None:
+            keys = keys.filter(pa.array([footer.bloom.may_contain(k) for k in keys.to_pylist()], pa.bool_()))
+        chunks = sorted({chunk for chunk, _ in _keys_by_span(_chunk_spans(footer), keys)})
+        entries = self._read_chunks(index, info, footer, chunks)
         return entries.filter(pc.is_in(entries.column(KEY), value_set=keys))
 
     def _after_delta_filter(self, info: IndexFileInfo, keys: pa.Array) -> pa.Array:

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from lakeseek.cost import Cost, Estimate, LakeSize, chunks_for_share, estimate_files, human_size, key_share
 from lakeseek.expressions import And, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
+from lakeseek.expressions.binding import value_type
 from lakeseek.format.index_file import FILE_ID, ROW_GROUP
 from lakeseek.format.root import ColumnIndex
 from lakeseek.format.values import KeyValue
@@ -136,15 +137,7 @@ class Planner:
             return self._scan(cost, used, "no indexed column narrows the predicate")
         ids = locations >> _FILE_SHIFT
         files = {self.state.indexed[i] for i in np.unique(ids).tolist() if i in self.state.indexed}
-        row_groups: dict[str, tuple[int, ...]] = {}
-        if self.reader.row_groups:
-            groups = (locations & ((1 << _FILE_SHIFT) - 1)).tolist()
-            by_file: dict[str, list[int]] = {}
-            for file_id, group in zip(ids.tolist(), groups, strict=True):
-                path = self.state.indexed.get(file_id)
-                if path is not None:
-                    by_file.setdefault(path, []).append(group)
-            row_groups = {path: tuple(sorted(set(g))) for path, g in by_file.items()}
+        row_groups = self._row_groups(locations) if self.reader.row_groups else {}
         return Plan(
             files=sorted(files.union(self.state.unindexed)),
             total_files=len(self.state.files),
@@ -156,6 +149,18 @@ class Planner:
             cost=cost,
             notes=tuple(dict.fromkeys(self.notes)),
         )
+
+    def _row_groups(self, locations: np.ndarray) -> dict[str, tuple[int, ...]]:
+        """Per candidate file, its row groups that may match (locations are sorted)."""
+        ids = locations >> _FILE_SHIFT
+        groups = locations & ((1 << _FILE_SHIFT) - 1)
+        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.empty(0, int)
+        found = {}
+        for file_id, chunk in zip(ids[starts].tolist(), np.split(groups, starts[1:]), strict=True):
+            path = self.state.indexed.get(file_id)
+            if path is not None:
+                found[path] = tuple(chunk.tolist())
+        return found
 
     def _scan(self, cost: PlanCost, used: list[str], reason: str) -> Plan:
         return Plan(
@@ -193,20 +198,21 @@ class Planner:
         if isinstance(predicate, Comparison) and predicate.op in _RANGE_OPERATORS:
             predicate = _Range.of(predicate)
         if isinstance(predicate, _Range):
-            # Keys of a nanosecond column are truncated to microseconds: bounds widen to keep every row.
-            column_type = self.reader.root.schema.field(column).type
-            truncated = pa.types.is_timestamp(column_type) and column_type.unit == "ns"
-            return self._range(index, predicate.key_range(index.key_type, widen=truncated))
+            return self._range(index, predicate.key_range(self._column_type(column), index.key_type))
         if isinstance(predicate, Like):
             return self._like(index, predicate.pattern)
         return self._not_served(f"'{predicate.op}' on '{column}' is not served by the index")
+
+    def _column_type(self, column: str) -> pa.DataType:
+        return value_type(self.reader.root.schema.field(column).type)
 
     def _not_served(self, note: str) -> _All:
         self.notes.append(note)
         return _All(note)
 
     def _points(self, index: ColumnIndex, values: list[KeyValue]) -> _Lookup:
-        keys = [_as_key(v, index) for v in values]
+        column_type = self._column_type(index.name)
+        keys = [None if v is None else _key(v, column_type, index.key_type) for v in values]
         touched: dict[str, list] = {}
         for key in set(keys):
             for segment in index.segments:
@@ -352,9 +358,11 @@ class _Range(Predicate):
             high, high_inclusive = other.high, other.high_inclusive
         return _Range(self.column, low, high, low_inclusive, high_inclusive)
 
-    def key_range(self, key_type: pa.DataType, widen: bool = False) -> KeyRange:
-        low = None if self.low is None else _key(self.low, key_type)
-        high = None if self.high is None else _key(self.high, key_type)
+    def key_range(self, column_type: pa.DataType, key_type: pa.DataType) -> KeyRange:
+        low = None if self.low is None else _key(self.low, column_type, key_type)
+        high = None if self.high is None else _key(self.high, column_type, key_type)
+        # Keys of a nanosecond column are truncated to microseconds: bounds widen to keep every row.
+        widen = pa.types.is_timestamp(column_type) and column_type.unit == "ns"
         return KeyRange(low, high, self.low_inclusive or widen, self.high_inclusive or widen)
 
 
@@ -378,20 +386,14 @@ def _merged_ranges(parts: list[Predicate]) -> list[Predicate]:
 
 
 def like_prefix(pattern: str) -> str:
-    """The literal text every string matching a LIKE ``pattern`` starts with (``\\`` escapes)."""
-    prefix = []
-    escaped = False
-    for char in pattern:
-        if escaped:
-            prefix.append(char)
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char in "%_":
-            break
-        else:
-            prefix.append(char)
-    return "".join(prefix)
+    """Literal text every string matching a LIKE ``pattern`` starts with.
+
+    It stops at the first wildcard, and at the first backslash: pyarrow's ``match_like``
+    (which filters the keys and the rows alike) reads a backslash as an escape in some
+    patterns and as itself in others, so the text after one is not known for sure.
+    """
+    cut = min((i for i, char in enumerate(pattern) if char in "%_\\"), default=len(pattern))
+    return pattern[:cut]
 
 
 def _successor(prefix: str) -> str | None:
@@ -406,12 +408,10 @@ def _successor(prefix: str) -> str | None:
     return None
 
 
-def _as_key(value: KeyValue, index: ColumnIndex) -> KeyValue:
-    return None if value is None else _key(value, index.key_type)
-
-
-def _key(value: object, key_type: pa.DataType) -> KeyValue:
-    return pa.scalar(value, type=key_type).as_py()
+def _key(value: object, column_type: pa.DataType, key_type: pa.DataType) -> KeyValue:
+    """A bound literal as an index key, through the column's type first: the scan's filter
+    makes the same conversion (a millisecond column drops a literal's extra digits)."""
+    return pa.scalar(pa.scalar(value, type=column_type).as_py(), type=key_type).as_py()
 
 
 def _locations(entries: pa.Table) -> np.ndarray:

@@ -46,7 +46,10 @@ def to_arrow(predicate: Predicate, schema: pa.Schema) -> pc.Expression:
             return _float_comparison(predicate.op, field, predicate.literal.value, column_type)
         return _OPERATORS[predicate.op](field, pa.scalar(predicate.literal.value, type=column_type))
     if isinstance(predicate, In):
-        members = field.isin(pa.array([lit.value for lit in predicate.literals], type=column_type))
+        values = [lit.value for lit in predicate.literals]
+        if pa.types.is_floating(column_type) and 0.0 in values:
+            values += [0.0, -0.0]  # is_in tells the zeros apart; = (and Spark's IN) does not
+        members = field.isin(pa.array(values, type=column_type))
         # is_in says FALSE for a NULL input; SQL says NULL, which NOT must keep NULL.
         return pc.if_else(field.is_null(), _UNKNOWN, members)
     raise TypeError(f"cannot convert {predicate!r}")

@@ -257,7 +257,6 @@ class _FileReader:
         file = pq.ParquetFile(f"{self.lake_root}/{path}", filesystem=self.storage.fs)
         physical = {name.lower(): name for name in file.schema_arrow.names}
         wanted = [physical[c.name.lower()] for c in columns if not c.is_partition and c.name.lower() in physical]
-        rows = file.metadata.num_rows
         table = file.read(columns=wanted, use_threads=False) if wanted else None
         partition_values = (
             ds.get_partition_keys(self.partitioning.parse(path)) if any(c.is_partition for c in columns) else {}
@@ -266,6 +265,8 @@ class _FileReader:
         if row_groups:
             sizes = [file.metadata.row_group(i).num_rows for i in range(file.metadata.num_row_groups)]
             groups = pa.array(np.repeat(np.arange(len(sizes), dtype=np.int32), sizes))
+        # Without row groups, one value stands for a whole file (a partition value, or NULL).
+        rows = file.metadata.num_rows if row_groups else 1
         found = {}
         for column in columns:
             if column.is_partition:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakeseek.format.index_file import FILE_ID, KEY
+from lakeseek.format.root import DELETED
 from lakeseek.locate import FILE
 
 if TYPE_CHECKING:
@@ -41,13 +42,17 @@ def locate_spark(index: Index, keys: DataFrame, column: str, key_column: str | N
         }
     )
     parts = []
+    unindexed = state.unindexed
+    if index.root.state == DELETED:
+        uris, unindexed = [], list(state.files)  # a deleted index is not used: every file is read
     if uris and len(lineage):
         entries = spark.read.parquet(*uris).select(KEY, FILE_ID)
         typed = wanted.select(F.col(KEY).cast(entries.schema[KEY].dataType).alias(KEY))
         live = spark.createDataFrame(lineage)
-        parts.append(entries.join(typed, KEY).join(F.broadcast(live), FILE_ID).select(KEY, FILE))
+        # distinct: with row-group precision a key has one entry per row group of a file.
+        parts.append(entries.join(typed, KEY).join(F.broadcast(live), FILE_ID).select(KEY, FILE).distinct())
     base = storage.uri(index.lake_root)
-    for path in state.unindexed:
+    for path in unindexed:
         uri = storage.uri(f"{index.lake_root}/{path}")
         rows = spark.read.option("basePath", base).schema(_spark_schema(index)).parquet(uri)
         held = rows.select(F.col(column).alias(KEY)).distinct().join(wanted, KEY).withColumn(FILE, F.lit(uri))
