@@ -38,6 +38,7 @@ from lakeseek.planning import Plan, full_scan, plan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 DEFAULT_HOME = "_lakeseek"
 DEFAULT_NAME = "default"
@@ -208,16 +209,20 @@ class Index:
         predicate = self._bind(where)
         return self._read(list(self.lake_state().files), predicate, columns)
 
+    def spark_schema(self) -> StructType:
+        """The lake's schema as Spark read it when the index was built (partition columns last)."""
+        from pyspark.sql.types import StructType
+
+        return StructType.fromJson(json.loads(self.root.spark_schema))
+
     def to_spark(self, spark: SparkSession, where: str) -> DataFrame:
         """A Spark DataFrame of the rows matching ``where``, over the candidate files only.
 
         Same rows as ``spark.read.parquet(SOURCE).where(where)`` when Spark reads the
         predicate as lakeseek does (see :func:`lakeseek.expressions.sql.to_spark_sql`).
         """
-        from pyspark.sql.types import StructType
-
         chosen = self.plan(where)
-        schema = StructType.fromJson(json.loads(self.root.spark_schema))
+        schema = self.spark_schema()
         if not chosen.files:
             return spark.createDataFrame([], schema)
         uris = [self.storage.uri(f"{self.lake_root}/{path}") for path in chosen.files]

@@ -143,7 +143,7 @@ class LakeseekDataSource(DataSource):
         metadata: Spark (4.1 to 4.3 at least) hands a catalog table's properties to
         ``getTable`` and drops them, so a table's reader gets no options, only its schema.
         """
-        schema = spark_schema(open_source_index(self.options))
+        schema = open_source_index(self.options).spark_schema()
         return with_source_options(schema, self.options) if _creates_table(self.options) else schema
 
     def reader(self, schema: StructType) -> LakeseekReader:
@@ -167,10 +167,6 @@ def open_source_index(options: Mapping[str, str]) -> Index:
         )
     except LakeseekError as error:
         raise type(error)(f"lakeseek data source over {path}: {error}") from error
-
-
-def spark_schema(index: Index) -> StructType:
-    return StructType.fromJson(json.loads(index.root.spark_schema))
 
 
 SOURCE_OPTIONS_KEY = "lakeseek.options"

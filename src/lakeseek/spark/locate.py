@@ -54,17 +54,9 @@ def locate_spark(index: Index, keys: DataFrame, column: str, key_column: str | N
     base = storage.uri(index.lake_root)
     for path in unindexed:
         uri = storage.uri(f"{index.lake_root}/{path}")
-        rows = spark.read.option("basePath", base).schema(_spark_schema(index)).parquet(uri)
+        rows = spark.read.option("basePath", base).schema(index.spark_schema()).parquet(uri)
         held = rows.select(F.col(column).alias(KEY)).distinct().join(wanted, KEY).withColumn(FILE, F.lit(uri))
         parts.append(held)
     if not parts:
         return spark.createDataFrame([], f"{KEY} string, {FILE} string").limit(0)
     return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
-
-
-def _spark_schema(index: Index):
-    import json
-
-    from pyspark.sql.types import StructType
-
-    return StructType.fromJson(json.loads(index.root.spark_schema))
