@@ -155,7 +155,7 @@ class IndexReader:
     def _entries_of_keys(self, index: ColumnIndex, info: IndexFileInfo, keys: pa.Array) -> pa.Table:
         footer = self._footer(index, info)
         if footer.bloom is not None:
-            keys = keys.filter(pa.array([footer.bloom.may_contain(k) for k in keys.to_pylist()], pa.bool_()))
+            keys = keys.filter(pa.array([footer.may_contain(k) for k in keys.to_pylist()], pa.bool_()))
         chunks = sorted({chunk for chunk, _ in _keys_by_span(_chunk_spans(footer), keys)})
         entries = self._read_chunks(index, info, footer, chunks)
         return entries.filter(pc.is_in(entries.column(KEY), value_set=keys))
