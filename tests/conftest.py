@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from tests.lakes import INDEXABLE, make_typed_lake
+from tests.lakes import INDEXABLE, all_rows, make_typed_lake
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +31,20 @@ def typed_lake(tmp_path_factory, spark):
     make_typed_lake(root)
     lakeseek.create_index(root, INDEXABLE, spark=spark, chunk_rows=64, entries_per_index_file=400)
     return root
+
+
+@pytest.fixture(scope="session")
+def rows(typed_lake):
+    """Every row of the typed lake, read by the oracle (tests/lakes.py)."""
+    return all_rows(typed_lake)
+
+
+@pytest.fixture(scope="session")
+def index(typed_lake):
+    """The typed lake's index, shared by tests that only query it."""
+    import lakeseek
+
+    return lakeseek.open_index(typed_lake)
 
 
 @pytest.fixture

@@ -175,6 +175,11 @@ def matching(rows: list[dict], tree: tuple) -> list[dict]:
     return [row for row in rows if evaluate(tree, row) is True]
 
 
+def files_with(rows: list[dict], tree: tuple) -> list[str]:
+    """The data files holding a row that matches ``tree``."""
+    return sorted({row["__file"] for row in matching(rows, tree)})
+
+
 # -- trees as SQL ------------------------------------------------------------------------------
 def sql_literal(value: object) -> str:
     if value is None:

@@ -10,23 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lakeseek
-from tests.lakes import INDEXABLE, all_rows, ids, matching, to_sql
+from tests.lakes import INDEXABLE, files_with, ids, matching, to_sql
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def rows(typed_lake):
-    return all_rows(typed_lake)
-
-
-@pytest.fixture(scope="module")
-def index(typed_lake):
-    return lakeseek.open_index(typed_lake)
-
-
-def _files_with(rows, tree):
-    return sorted({row["__file"] for row in matching(rows, tree)})
 
 
 @pytest.mark.parametrize("column", INDEXABLE)
@@ -38,7 +24,7 @@ def test_equality_on_every_value_of_every_column(index, rows, column):
         where = to_sql(tree)
         assert ids(index.read(where)) == ids(matching(rows, tree)), where
         # An exact index on a fresh lake names exactly the files holding the value.
-        assert index.files(where) == _files_with(rows, tree), where
+        assert index.files(where) == files_with(rows, tree), where
         assert index.last_plan.index_used
 
 
@@ -73,10 +59,10 @@ def test_cold_lookup_reads_at_most_three_and_warm_one(typed_lake, rows):
     before = stats.snapshot()["reads"]
     cold = lakeseek.open_index(typed_lake)
     target = rows[len(rows) // 2]["id"]
-    assert cold.files(f"id = {target}") == _files_with(rows, ("=", "id", target))
+    assert cold.files(f"id = {target}") == files_with(rows, ("=", "id", target))
     assert stats.snapshot()["reads"] - before <= 3
     before = stats.snapshot()["reads"]
-    assert cold.files(f"id = {target + 1}") == _files_with(rows, ("=", "id", target + 1))
+    assert cold.files(f"id = {target + 1}") == files_with(rows, ("=", "id", target + 1))
     assert stats.snapshot()["reads"] - before <= 1
     before = stats.snapshot()["reads"]
     assert cold.files("id = 999999999") == []
@@ -104,7 +90,7 @@ def test_cold_lookup_reads_at_most_three_and_warm_one(typed_lake, rows):
 def test_mixed_predicates(index, rows, tree):
     where = to_sql(tree)
     assert ids(index.read(where)) == ids(matching(rows, tree)), where
-    assert set(index.files(where)) >= set(_files_with(rows, tree)), where
+    assert set(index.files(where)) >= set(files_with(rows, tree)), where
 
 
 def test_or_with_unindexed_side_reads_every_file(index, rows):
@@ -157,4 +143,4 @@ def test_random_predicates_match_the_oracle(index, rows, data):
     tree = data.draw(_trees(rows))
     where = to_sql(tree)
     assert ids(index.read(where)) == ids(matching(rows, tree)), where
-    assert set(index.files(where)) >= set(_files_with(rows, tree)), where
+    assert set(index.files(where)) >= set(files_with(rows, tree)), where

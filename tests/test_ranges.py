@@ -6,23 +6,9 @@ import pytest
 
 import lakeseek
 from lakeseek.planning import like_prefix
-from tests.lakes import INDEXABLE, all_rows, ids, matching, to_sql
+from tests.lakes import INDEXABLE, files_with, ids, matching, to_sql
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def rows(typed_lake):
-    return all_rows(typed_lake)
-
-
-@pytest.fixture(scope="module")
-def index(typed_lake):
-    return lakeseek.open_index(typed_lake)
-
-
-def _files_with(rows, tree):
-    return sorted({row["__file"] for row in matching(rows, tree)})
 
 
 def _check(index, rows, tree, exact=True):
@@ -30,11 +16,11 @@ def _check(index, rows, tree, exact=True):
     assert ids(index.read(where)) == ids(matching(rows, tree)), where
     plan = index.plan(where)
     files = index.files(where)
-    assert set(files) >= set(_files_with(rows, tree)), where
+    assert set(files) >= set(files_with(rows, tree)), where
     if plan.index_used and exact:
         # Entries are exact: on a fresh lake the index names exactly the files with a match
         # (for one column: across columns, an AND can match in different rows of a file).
-        assert files == _files_with(rows, tree), where
+        assert files == files_with(rows, tree), where
     if not plan.index_used:
         assert len(files) == plan.total_files, where
     return plan

@@ -138,17 +138,7 @@ class Planner:
         ids = locations >> _FILE_SHIFT
         files = {self.state.indexed[i] for i in np.unique(ids).tolist() if i in self.state.indexed}
         row_groups = self._row_groups(locations) if self.reader.row_groups else {}
-        return Plan(
-            files=sorted(files.union(self.state.unindexed)),
-            total_files=len(self.state.files),
-            index_used=True,
-            indexed_columns_used=tuple(dict.fromkeys(used)),
-            unindexed_files=len(self.state.unindexed),
-            removed_files=len(self.state.removed),
-            row_groups=row_groups,
-            cost=cost,
-            notes=tuple(dict.fromkeys(self.notes)),
-        )
+        return self._result(files.union(self.state.unindexed), cost, used, row_groups=row_groups)
 
     def _row_groups(self, locations: np.ndarray) -> dict[str, tuple[int, ...]]:
         """Per candidate file, its row groups that may match (locations are sorted)."""
@@ -163,14 +153,27 @@ class Planner:
         return found
 
     def _scan(self, cost: PlanCost, used: list[str], reason: str) -> Plan:
+        return self._result(self.state.files, cost, used, reason=reason)
+
+    def _result(
+        self,
+        files,
+        cost: PlanCost,
+        used: list[str],
+        *,
+        reason: str | None = None,
+        row_groups: dict[str, tuple[int, ...]] | None = None,
+    ) -> Plan:
+        """A plan reading ``files``: through the index unless a ``reason`` says why not."""
         return Plan(
-            files=sorted(self.state.files),
+            files=sorted(files),
             total_files=len(self.state.files),
-            index_used=False,
+            index_used=reason is None,
             indexed_columns_used=tuple(dict.fromkeys(used)),
             unindexed_files=len(self.state.unindexed),
             removed_files=len(self.state.removed),
             reason=reason,
+            row_groups=row_groups or {},
             cost=cost,
             notes=tuple(dict.fromkeys(self.notes)),
         )
