@@ -18,6 +18,7 @@ from pyspark.sql import datasource as f
 
 import lakeseek
 import lakeseek.spark
+from lakeseek.spark import PYTHON_FORMAT
 from lakeseek.spark.datasource import (
     LakeseekDataSource,
     LakeseekPartition,
@@ -37,13 +38,20 @@ def _rows(frame) -> list[str]:
     return sorted(repr(tuple(row)) for row in frame.collect())
 
 
+@pytest.fixture(scope="module", params=["lakeseek", PYTHON_FORMAT])
+def source_format(request, spark):
+    """Both data sources: the JVM one ``lakeseek`` resolves to, and the Python one."""
+    assert lakeseek.spark.register(spark)  # the suite's machine has a JDK: "lakeseek" is the JVM source
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def table(spark, typed_lake):
+def table(spark, typed_lake, source_format):
     """The typed lake as a catalog table of the lakeseek format."""
-    lakeseek.spark.register(spark)
-    spark.sql(f"CREATE TABLE lakeseek_typed USING lakeseek OPTIONS (path '{typed_lake}')")
-    yield "lakeseek_typed"
-    spark.sql("DROP TABLE IF EXISTS lakeseek_typed")
+    name = f"typed_{source_format}"
+    spark.sql(f"CREATE TABLE {name} USING {source_format} OPTIONS (path '{typed_lake}')")
+    yield name
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
 def _reader(lake: str, **options: str):
@@ -88,9 +96,9 @@ def test_same_rows_as_spark_over_the_parquet_files(spark, typed_lake, table, whe
     assert _rows(spark.sql(f"SELECT * FROM {table} WHERE {where}")) == expected
 
 
-def test_schema_is_spark_parquet_schema(spark, typed_lake, table):
+def test_schema_is_spark_parquet_schema(spark, typed_lake, table, source_format):
     parquet = spark.read.parquet(typed_lake).schema
-    assert spark.read.format("lakeseek").load(typed_lake).schema == parquet
+    assert spark.read.format(source_format).load(typed_lake).schema == parquet
     # A catalog table's first field carries the options (Spark loses a Python table's options).
     assert [(x.name, x.dataType, x.nullable) for x in spark.table(table).schema] == [
         (x.name, x.dataType, x.nullable) for x in parquet
@@ -100,9 +108,8 @@ def test_schema_is_spark_parquet_schema(spark, typed_lake, table):
     assert parquet.fieldNames()[-1] == "region"
 
 
-def test_read_format_load_and_options(spark, typed_lake):
-    lakeseek.spark.register(spark)
-    frame = spark.read.format("lakeseek").option("name", "default").load(typed_lake).where("name = 'Bob'")
+def test_read_format_load_and_options(spark, typed_lake, source_format):
+    frame = spark.read.format(source_format).option("name", "default").load(typed_lake).where("name = 'Bob'")
     assert _rows(frame) == _rows(spark.read.parquet(typed_lake).where("name = 'Bob'"))
 
 
@@ -208,10 +215,9 @@ def test_needles_read_only_their_files(typed_lake):
         assert reader.plan.index_used == (expected < total)
 
 
-def test_spark_reads_only_the_candidate_files(spark, lake_copy):
+def test_spark_reads_only_the_candidate_files(spark, lake_copy, source_format):
     """End to end: a file the needle does not need is garbage (same size and mtime, so the
     index still trusts it); the needle query through Spark never opens it."""
-    lakeseek.spark.register(spark)
     expected = [row for row in all_rows(lake_copy) if row["id"] == 17]
     victim = next(path for path in data_files(lake_copy) if path != expected[0]["__file"])
     stat = os.stat(victim)
@@ -220,17 +226,16 @@ def test_spark_reads_only_the_candidate_files(spark, lake_copy):
     os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     with pytest.raises(pa.ArrowInvalid):
         pq.read_table(victim)
-    frame = spark.read.format("lakeseek").load(lake_copy).where("id = 17")
+    frame = spark.read.format(source_format).load(lake_copy).where("id = 17")
     assert [row["id"] for row in frame.collect()] == [17]
 
 
-def test_lake_changed_after_indexing(spark, lake_copy):
-    lakeseek.spark.register(spark)
+def test_lake_changed_after_indexing(spark, lake_copy, source_format):
     files = data_files(lake_copy)
     removed_ids = [row["id"] for row in pq.read_table(files[0]).to_pylist()[:2]]
     os.remove(files[0])
     write_file(f"{lake_copy}/{region_dir('north')}/part-new.parquet", typed_rows(random.Random(3), 10_000, 40))
-    frame = spark.read.format("lakeseek").load(lake_copy)
+    frame = spark.read.format(source_format).load(lake_copy)
     parquet = spark.read.parquet(lake_copy)
     for where in (f"id IN ({removed_ids[0]}, {removed_ids[1]}, 10005)", "region = 'north'", "code = 7"):
         assert _rows(frame.where(where)) == _rows(parquet.where(where)), where
@@ -238,15 +243,14 @@ def test_lake_changed_after_indexing(spark, lake_copy):
 
 
 # -- errors ----------------------------------------------------------------------------------
-def test_lake_without_index_gives_a_clear_error(spark, tmp_path):
-    lakeseek.spark.register(spark)
+def test_lake_without_index_gives_a_clear_error(spark, tmp_path, source_format):
     lake = tmp_path / "plain"
     lake.mkdir()
     pq.write_table(pa.table({"x": [1, 2]}), lake / "part-0.parquet")
     with pytest.raises(lakeseek.IndexNotFoundError, match="no lakeseek index"):
         LakeseekDataSource({"path": str(lake)}).schema()
     with pytest.raises(Exception, match="no lakeseek index"):
-        spark.read.format("lakeseek").load(str(lake))
+        spark.read.format(source_format).load(str(lake))
     with pytest.raises(lakeseek.LakeNotFoundError, match="lake not found"):
         LakeseekDataSource({"path": str(tmp_path / "missing")}).schema()
     with pytest.raises(lakeseek.LakeseekError, match="needs the lake's path"):
@@ -307,15 +311,13 @@ def extra_lake(spark, tmp_path_factory):
         "array_contains(tags, '4') OR attrs['k'] = 7",
     ],
 )
-def test_more_types(spark, extra_lake, where):
-    lakeseek.spark.register(spark)
-    frame = spark.read.format("lakeseek").load(extra_lake)
+def test_more_types(spark, extra_lake, where, source_format):
+    frame = spark.read.format(source_format).load(extra_lake)
     assert _rows(frame.where(where)) == _rows(spark.read.parquet(extra_lake).where(where))
 
 
-def test_more_types_schema(spark, extra_lake):
-    lakeseek.spark.register(spark)
-    assert spark.read.format("lakeseek").load(extra_lake).schema == spark.read.parquet(extra_lake).schema
+def test_more_types_schema(spark, extra_lake, source_format):
+    assert spark.read.format(source_format).load(extra_lake).schema == spark.read.parquet(extra_lake).schema
 
 
 def test_literals_that_pyarrow_would_round_are_not_pushed(extra_lake):
@@ -380,11 +382,11 @@ def test_register_captures_the_session_settings(spark, typed_lake):
     assert ScanSettings.of(spark) == ScanSettings(128 << 20, 4 << 20, spark.sparkContext.defaultParallelism)
     # 12 small files, 2 cores: a few partitions. With 1 KB partitions: one per file, which
     # shows the settings travel to Spark's planning worker with the registered class.
-    assert spark.read.format("lakeseek").load(typed_lake).rdd.getNumPartitions() <= 3
+    assert spark.read.format(PYTHON_FORMAT).load(typed_lake).rdd.getNumPartitions() <= 3
     spark.conf.set("spark.sql.files.maxPartitionBytes", "1k")
     try:
         lakeseek.spark.register(spark)
-        assert spark.read.format("lakeseek").load(typed_lake).rdd.getNumPartitions() == len(data_files(typed_lake))
+        assert spark.read.format(PYTHON_FORMAT).load(typed_lake).rdd.getNumPartitions() == len(data_files(typed_lake))
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
         lakeseek.spark.register(spark)

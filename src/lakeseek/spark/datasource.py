@@ -105,8 +105,8 @@ def parse_bytes(text: str | int) -> int:
     return int(match.group(1)) * _UNITS[match.group(2)]
 
 
-def register(spark: SparkSession) -> None:
-    """Register the ``lakeseek`` format on ``spark`` and turn on Python filter pushdown.
+def register(spark: SparkSession, name: str = FORMAT) -> None:
+    """Register the Python data source as format ``name`` on ``spark``, with Python filter pushdown.
 
     Spark refuses to plan a Python data source that implements ``pushFilters`` unless
     ``spark.sql.python.filterPushdown.enabled`` is set, hence the conf. The session's
@@ -116,10 +116,15 @@ def register(spark: SparkSession) -> None:
     spark.conf.set(PUSHDOWN_CONF, "true")
     settings = ScanSettings.of(spark)
 
-    # A class local to this call is pickled by value, so it carries ``settings`` to the
-    # planning worker; the base class is pickled by reference (lakeseek is installed there).
+    # A class local to this call is pickled by value, so it carries ``settings`` and the
+    # name to the planning worker; the base class is pickled by reference (lakeseek is
+    # installed there).
     class SessionLakeseekDataSource(LakeseekDataSource):
         defaults = settings
+
+        @classmethod
+        def name(cls) -> str:
+            return name
 
     spark.dataSource.register(SessionLakeseekDataSource)
 
@@ -203,6 +208,22 @@ def _option(options: Mapping[str, str], key: str) -> str | None:
 
 
 # -- Spark filters -> lakeseek predicates ------------------------------------------------------
+@dataclass(frozen=True)
+class Both(spark_filters.Filter):
+    """``left AND right``: the JVM pushes these, the Python data source API does not."""
+
+    left: spark_filters.Filter
+    right: spark_filters.Filter
+
+
+@dataclass(frozen=True)
+class Either(spark_filters.Filter):
+    """``left OR right``."""
+
+    left: spark_filters.Filter
+    right: spark_filters.Filter
+
+
 _COMPARISONS = {
     spark_filters.EqualTo: "=",
     spark_filters.GreaterThan: ">",
@@ -223,6 +244,11 @@ def to_predicate(spark_filter: spark_filters.Filter, schema: pa.Schema) -> Predi
     if isinstance(spark_filter, spark_filters.Not):
         operand = to_predicate(spark_filter.child, schema)
         return None if operand is None else Not(operand)
+    if isinstance(spark_filter, Both | Either):
+        left, right = to_predicate(spark_filter.left, schema), to_predicate(spark_filter.right, schema)
+        if left is None or right is None:
+            return None
+        return And(left, right) if isinstance(spark_filter, Both) else Or(left, right)
     path = getattr(spark_filter, "attribute", None)
     if path is None or len(path) != 1:
         return None

@@ -1,0 +1,97 @@
+package lakeseek;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.spark.sql.SQLContext;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.sources.BaseRelation;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.sources.RelationProvider;
+import org.apache.spark.sql.sources.SchemaRelationProvider;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Format "lakeseek" on the JVM: the lake as Spark's own Parquet relation (its listing, partition
+ * discovery, column pruning and vectorized reader), with a file index that keeps only the files
+ * the lakeseek index names for the query's filters. Spark still applies every filter to every row.
+ */
+public final class DefaultSource implements RelationProvider, SchemaRelationProvider, DataSourceRegister {
+  private static volatile Planner planner;
+
+  /** Called from Python by lakeseek.spark.register: the index side of every lakeseek scan. */
+  public static void use(Planner python) {
+    planner = python;
+  }
+
+  static Planner planner() {
+    Planner current = planner;
+    if (current == null) {
+      throw new IllegalStateException(
+          "lakeseek: no index planner in this JVM; call lakeseek.spark.register(spark) from PySpark first");
+    }
+    return current;
+  }
+
+  @Override
+  public String shortName() {
+    return "lakeseek";
+  }
+
+  @Override
+  public BaseRelation createRelation(SQLContext context, scala.collection.immutable.Map<String, String> parameters) {
+    return relation(context, parameters, null);
+  }
+
+  @Override
+  public BaseRelation createRelation(
+      SQLContext context, scala.collection.immutable.Map<String, String> parameters, StructType schema) {
+    return relation(context, parameters, schema);
+  }
+
+  private static BaseRelation relation(
+      SQLContext context, scala.collection.immutable.Map<String, String> parameters, StructType schema) {
+    Map<String, String> options = new TreeMap<>();
+    CollectionConverters.asJava(parameters).forEach((key, value) -> options.put(key.toLowerCase(Locale.ROOT), value));
+    String path = options.get("path");
+    if (path == null) {
+      throw new IllegalArgumentException(
+          "lakeseek: the lake's path is missing: spark.read.format('lakeseek').load(PATH) "
+              + "or CREATE TABLE ... USING lakeseek OPTIONS (path 'PATH')");
+    }
+    Planner current = planner();
+    String json = toJson(options);
+    StructType lakeSchema = schema != null ? schema : (StructType) DataType.fromJson(current.schema(json));
+    Map<String, String> parquetOptions = new TreeMap<>(options);
+    parquetOptions.keySet().removeAll(java.util.List.of("path", "index", "name"));
+    Dataset<?> lake = (Dataset<?>) context.sparkSession().read().schema(lakeSchema).options(parquetOptions).parquet(path);
+    LogicalPlan plan = lake.queryExecution().analyzed();
+    if (!(plan instanceof LogicalRelation) || !(((LogicalRelation) plan).relation() instanceof HadoopFsRelation)) {
+      throw new IllegalStateException("lakeseek: Spark did not read " + path + " as a Parquet file relation");
+    }
+    HadoopFsRelation parquet = (HadoopFsRelation) ((LogicalRelation) plan).relation();
+    return parquet.copy(
+        new IndexedFileIndex(parquet.location(), json, current),
+        parquet.partitionSchema(),
+        parquet.dataSchema(),
+        parquet.bucketSpec(),
+        parquet.fileFormat(),
+        parquet.options(),
+        parquet.sparkSession());
+  }
+
+  private static String toJson(Map<String, String> options) {
+    try {
+      return new ObjectMapper().writeValueAsString(options);
+    } catch (JsonProcessingException error) {
+      throw new IllegalArgumentException("lakeseek: options not serializable: " + error.getMessage(), error);
+    }
+  }
+}

@@ -1,0 +1,103 @@
+package lakeseek;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.execution.datasources.DataSourceStrategy$;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.StructType;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Spark's listing of the lake, narrowed per query to the files the lakeseek index names. When the
+ * index cannot help (no usable filter, an error, no planner), every listed file is kept: the index
+ * only ever makes a scan smaller, never its answer.
+ */
+final class IndexedFileIndex implements FileIndex {
+  private static final Logger LOG = LoggerFactory.getLogger("lakeseek");
+
+  private final FileIndex lake;
+  private final String options;
+  private final Planner planner;
+
+  IndexedFileIndex(FileIndex lake, String options, Planner planner) {
+    this.lake = lake;
+    this.options = options;
+    this.planner = planner;
+  }
+
+  @Override
+  public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters, Seq<Expression> dataFilters) {
+    Seq<PartitionDirectory> listed = lake.listFiles(partitionFilters, dataFilters);
+    List<Filter> filters = new ArrayList<>();
+    for (Expression expression : CollectionConverters.asJava(dataFilters)) {
+      scala.Option<Filter> filter = DataSourceStrategy$.MODULE$.translateFilter(expression, true);
+      if (filter.isDefined()) {
+        filters.add(filter.get());
+      }
+    }
+    if (filters.isEmpty()) {
+      return listed;
+    }
+    String candidates;
+    try {
+      candidates = planner.candidates(options, filters.toArray(new Filter[0]));
+    } catch (RuntimeException error) {
+      LOG.warn("lakeseek could not consult the index ({}): every file of the lake is read", error.getMessage());
+      return listed;
+    }
+    if (candidates == null) {
+      return listed;
+    }
+    Set<String> keep = new HashSet<>(List.of(candidates.split("\u0000", -1)));
+    String root = lake.rootPaths().head().toUri().getPath().replaceAll("/+$", "") + "/";
+    List<PartitionDirectory> kept = new ArrayList<>();
+    for (PartitionDirectory directory : CollectionConverters.asJava(listed)) {
+      List<FileStatusWithMetadata> files = new ArrayList<>();
+      for (FileStatusWithMetadata file : CollectionConverters.asJava(directory.files())) {
+        String path = file.getPath().toUri().getPath();
+        if (path.startsWith(root) && keep.contains(path.substring(root.length()))) {
+          files.add(file);
+        }
+      }
+      if (!files.isEmpty()) {
+        kept.add(PartitionDirectory.apply(directory.values(), CollectionConverters.asScala(files).toList()));
+      }
+    }
+    return CollectionConverters.asScala(kept).toList();
+  }
+
+  @Override
+  public Seq<Path> rootPaths() {
+    return lake.rootPaths();
+  }
+
+  @Override
+  public String[] inputFiles() {
+    return lake.inputFiles();
+  }
+
+  @Override
+  public void refresh() {
+    lake.refresh();
+  }
+
+  @Override
+  public long sizeInBytes() {
+    return lake.sizeInBytes();
+  }
+
+  @Override
+  public StructType partitionSchema() {
+    return lake.partitionSchema();
+  }
+}

@@ -1,0 +1,215 @@
+"""Format ``"lakeseek"`` on the JVM: Spark's own Parquet scan, pruned by the index from Python.
+
+A Python data source pays a Python planning round trip and a Python task per query, and
+Spark gives it every column of every row (its API has no column pruning). So where it can,
+:func:`lakeseek.spark.register` loads a small JVM data source instead (``java/lakeseek``):
+the lake becomes Spark's ordinary Parquet relation (its listing, partition discovery,
+column pruning and vectorized reader) whose file index, per query, asks the index which
+files may match. The question goes back to this Python driver through py4j (a callback,
+as ``foreachBatch`` uses), where :class:`IndexPlanner` answers it with the index already
+warm in memory.
+
+The jar is compiled on first use against the running PySpark's jars with ``javac`` and
+cached under ``~/.cache/lakeseek``. Without a JDK, or on Spark Connect (no py4j), the
+Python data source stays the ``lakeseek`` format.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from collections.abc import Iterable
+from functools import reduce
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pyspark.sql import SparkSession
+from pyspark.sql import datasource as spark_filters
+
+from lakeseek.exceptions import LakeseekError
+from lakeseek.expressions import And
+from lakeseek.spark.datasource import Both, Either, open_source_index, usable
+
+log = logging.getLogger("lakeseek")
+JAVA_SOURCES = Path(__file__).parent / "java"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def install(spark: SparkSession) -> bool:
+    """Make ``lakeseek`` the JVM data source on ``spark``; False (and a log line) where it cannot be."""
+    gateway = getattr(spark.sparkContext, "_gateway", None) if _is_classic(spark) else None
+    if gateway is None:
+        log.info("lakeseek: no py4j gateway (Spark Connect?): the Python data source serves 'lakeseek'")
+        return False
+    jar = compiled_jar()
+    if jar is None:
+        return False
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    spark._jsparkSession.sessionState().resourceLoader().addJar(str(jar))
+    ensure_callback_server_started(gateway)
+    spark._jvm.lakeseek.DefaultSource.use(IndexPlanner(spark._jvm))
+    return True
+
+
+def _is_classic(spark: SparkSession) -> bool:
+    try:
+        return spark._jsparkSession is not None
+    except Exception:  # Spark Connect sessions have no JVM session attribute
+        return False
+
+
+# -- the jar -------------------------------------------------------------------------------------
+def spark_jars() -> Path:
+    """The jars of the Spark PySpark runs: $SPARK_HOME's, else the ones bundled with pyspark."""
+    import pyspark
+
+    home = os.environ.get("SPARK_HOME")
+    return Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lakeseek"
+
+
+def compiled_jar() -> Path | None:
+    """The jar of ``java/lakeseek`` built for this Spark, compiled now if not cached; None without javac."""
+    import pyspark
+
+    sources = sorted(JAVA_SOURCES.glob("lakeseek/*.java"))
+    digest = hashlib.sha256(pyspark.__version__.encode())
+    for source in sources:
+        digest.update(source.read_bytes())
+    jar = cache_dir() / f"lakeseek-spark-{pyspark.__version__}-{digest.hexdigest()[:16]}.jar"
+    if jar.exists():
+        return jar
+    javac = _javac()
+    if javac is None:
+        log.warning("lakeseek: no javac found (install a JDK): the slower Python data source serves 'lakeseek'")
+        return None
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=jar.parent) as work:
+        classes = Path(work) / "classes"
+        command = [javac, "--release", "17", "-nowarn", "-d", str(classes), "-cp", f"{spark_jars()}/*"]
+        done = subprocess.run([*command, *map(str, sources)], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            log.warning(
+                "lakeseek: compiling the JVM data source failed, the Python one serves 'lakeseek':\n%s",
+                done.stderr.strip(),
+            )
+            return None
+        built = Path(work) / "lakeseek.jar"
+        with zipfile.ZipFile(built, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(classes.rglob("*.class")):
+                archive.write(path, path.relative_to(classes).as_posix())
+        os.replace(built, jar)  # atomic: a concurrent build or reader sees a whole jar or none
+    return jar
+
+
+def _javac() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "javac").exists():
+        return str(Path(home) / "bin" / "javac")
+    return shutil.which("javac")
+
+
+# -- the index side, called from the JVM ---------------------------------------------------------
+class IndexPlanner:
+    """Implements the Java interface ``lakeseek.Planner`` (see ``java/lakeseek/Planner.java``)."""
+
+    class Java:
+        implements: ClassVar[list[str]] = ["lakeseek.Planner"]
+
+    def __init__(self, jvm: Any) -> None:
+        self.jvm = jvm
+
+    def schema(self, options: str) -> str:
+        return open_source_index(json.loads(options)).spark_schema().json()
+
+    def candidates(self, options: str, filters: Iterable[Any]) -> str | None:
+        """The relative paths of the files that may match, NUL-separated; None to read every file."""
+        try:
+            index = open_source_index(json.loads(options))
+            schema = index.schema
+            pushed = [found for jvm_filter in filters if (found := usable(self.to_filter(jvm_filter), schema))]
+            if not pushed:
+                return None
+            plan = index.plan(reduce(And, [found.predicate for found in pushed]))
+        except LakeseekError as error:
+            log.warning("lakeseek could not plan with the index (%s): every file of the lake is read", error)
+            return None
+        log.info(
+            "lakeseek: %d of %d files to read%s",
+            len(plan.files),
+            plan.total_files,
+            "" if plan.index_used else f" ({plan.reason})",
+        )
+        return "\0".join(plan.files) if plan.index_used else None
+
+    def to_filter(self, jvm_filter: Any) -> spark_filters.Filter | None:
+        """A ``org.apache.spark.sql.sources.Filter`` as the Python data source API's filter."""
+        kind = jvm_filter.getClass().getSimpleName()
+        if kind in ("And", "Or"):
+            left, right = self.to_filter(jvm_filter.left()), self.to_filter(jvm_filter.right())
+            if left is None or right is None:
+                return None
+            return Both(left, right) if kind == "And" else Either(left, right)
+        if kind == "Not":
+            child = self.to_filter(jvm_filter.child())
+            return None if child is None else spark_filters.Not(child)
+        python_class = getattr(spark_filters, kind, None)
+        if not (isinstance(python_class, type) and issubclass(python_class, spark_filters.Filter)):
+            return None  # AlwaysTrue, AlwaysFalse: nothing for the index
+        attribute = column_path(jvm_filter.attribute())
+        if kind in ("IsNull", "IsNotNull"):
+            return python_class(attribute)
+        if kind == "In":
+            return python_class(attribute, tuple(self.to_value(value) for value in jvm_filter.values()))
+        return python_class(attribute, self.to_value(jvm_filter.value()))
+
+    def to_value(self, value: Any) -> Any:
+        """A filter literal as the Python value the Python data source API gives for it."""
+        if not hasattr(value, "getClass"):
+            return bytes(value) if isinstance(value, bytearray) else value  # py4j converted it
+        kind = value.getClass().getName()
+        if kind in ("java.sql.Timestamp", "java.time.Instant"):
+            instant = value.toInstant() if kind == "java.sql.Timestamp" else value
+            return _EPOCH + dt.timedelta(seconds=instant.getEpochSecond(), microseconds=instant.getNano() // 1000)
+        if kind == "java.time.LocalDateTime":
+            seconds = value.toEpochSecond(self.jvm.java.time.ZoneOffset.UTC)
+            return dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds, microseconds=value.getNano() // 1000)
+        if kind in ("java.sql.Date", "java.time.LocalDate"):
+            day = value.toLocalDate() if kind == "java.sql.Date" else value
+            return dt.date(1970, 1, 1) + dt.timedelta(days=day.toEpochDay())
+        return value  # unknown to lakeseek: to_predicate leaves the filter to Spark
+
+
+def column_path(name: str) -> tuple[str, ...]:
+    """A pushed filter's column name as its parts: ``a.b`` is ``("a", "b")``, ```a.b``` is ``("a.b",)``."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(name):
+        char = name[i]
+        if char == "`":
+            if quoted and name[i + 1 : i + 2] == "`":
+                current.append("`")
+                i += 1
+            else:
+                quoted = not quoted
+        elif char == "." and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+        i += 1
+    parts.append("".join(current))
+    return tuple(parts)
