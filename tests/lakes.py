@@ -18,6 +18,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hypothesis import strategies as st
 
 from lakeseek.lake import is_hidden
 
@@ -216,3 +217,31 @@ def to_sql(tree: tuple) -> str:
 def ids(table_or_rows) -> list[int]:
     rows = table_or_rows if isinstance(table_or_rows, list) else table_or_rows.to_pylist()
     return sorted(row["id"] for row in rows)
+
+
+# -- hypothesis: random predicate trees ----------------------------------------------------------
+_COMPARABLE = ["id", "small", "medium", "code", "name", "payload", "flag", "day", "ts", "amount", "region", "score"]
+
+
+@st.composite
+def predicate_trees(draw, rows, depth=0):
+    """Random predicate trees over the typed lake's columns, with values the rows hold."""
+    if depth < 2 and draw(st.integers(0, 2)) == 0:
+        kind = draw(st.sampled_from(["and", "or", "not"]))
+        if kind == "not":
+            return ("not", draw(predicate_trees(rows, depth + 1)))
+        return (kind, draw(predicate_trees(rows, depth + 1)), draw(predicate_trees(rows, depth + 1)))
+    column = draw(st.sampled_from(_COMPARABLE))
+    present = sorted({row[column] for row in rows if row[column] is not None}, key=repr)
+    value = draw(st.sampled_from(present))
+    kinds = ["=", "=", "=", "<>", "<", "<=", ">", ">=", "in", "not in", "is null", "is not null"]
+    kind = draw(st.sampled_from([*kinds, "like"] if column in ("name", "region") else kinds))
+    if kind == "like":
+        cut = draw(st.integers(0, len(value)))
+        return (kind, column, value[:cut].replace("%", "").replace("_", "").replace("\\", "") + "%")
+    if kind in ("is null", "is not null"):
+        return (kind, column)
+    if kind in ("in", "not in"):
+        options = draw(st.lists(st.sampled_from([*present, None]), min_size=1, max_size=4))
+        return (kind, column, options)
+    return (kind, column, value)

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lakeseek
-from tests.lakes import INDEXABLE, files_with, ids, matching, to_sql
+from tests.lakes import INDEXABLE, files_with, ids, matching, predicate_trees, to_sql
 
 pytestmark = pytest.mark.spark
 
@@ -111,36 +111,10 @@ def test_read_selects_columns(index):
 
 
 # -- hypothesis: random predicate trees ----------------------------------------------------------
-_COMPARABLE = ["id", "small", "medium", "code", "name", "payload", "flag", "day", "ts", "amount", "region", "score"]
-
-
-@st.composite
-def _trees(draw, rows, depth=0):
-    if depth < 2 and draw(st.integers(0, 2)) == 0:
-        kind = draw(st.sampled_from(["and", "or", "not"]))
-        if kind == "not":
-            return ("not", draw(_trees(rows, depth + 1)))
-        return (kind, draw(_trees(rows, depth + 1)), draw(_trees(rows, depth + 1)))
-    column = draw(st.sampled_from(_COMPARABLE))
-    present = sorted({row[column] for row in rows if row[column] is not None}, key=repr)
-    value = draw(st.sampled_from(present))
-    kinds = ["=", "=", "=", "<>", "<", "<=", ">", ">=", "in", "not in", "is null", "is not null"]
-    kind = draw(st.sampled_from([*kinds, "like"] if column in ("name", "region") else kinds))
-    if kind == "like":
-        cut = draw(st.integers(0, len(value)))
-        return (kind, column, value[:cut].replace("%", "").replace("_", "").replace("\\", "") + "%")
-    if kind in ("is null", "is not null"):
-        return (kind, column)
-    if kind in ("in", "not in"):
-        options = draw(st.lists(st.sampled_from([*present, None]), min_size=1, max_size=4))
-        return (kind, column, options)
-    return (kind, column, value)
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_predicates_match_the_oracle(index, rows, data):
-    tree = data.draw(_trees(rows))
+    tree = data.draw(predicate_trees(rows))
     where = to_sql(tree)
     assert ids(index.read(where)) == ids(matching(rows, tree)), where
     assert set(index.files(where)) >= set(files_with(rows, tree)), where

@@ -1,10 +1,11 @@
-"""A PySpark data source, format ``"lakeseek"``: Spark SQL over a lake, pruned by its index.
+"""A PySpark Python data source: Spark SQL over a lake, pruned by its index.
 
-::
+It is format ``"lakeseek_python"``, and ``"lakeseek"`` where the JVM data source
+(:mod:`lakeseek.spark.jvm`) cannot load: no JDK, or Spark Connect. ::
 
     import lakeseek.spark
     lakeseek.spark.register(spark)
-    spark.sql("CREATE TABLE t USING lakeseek OPTIONS (path '/data/lake')")
+    spark.sql("CREATE TABLE t USING lakeseek_python OPTIONS (path '/data/lake')")
     spark.sql("SELECT * FROM t WHERE record_id = 123")
 
 Options: ``path`` (the lake), ``index`` (index home, when not ``PATH/_lakeseek``), ``name``

@@ -51,11 +51,16 @@ def install(spark: SparkSession) -> bool:
     jar = compiled_jar()
     if jar is None:
         return False
+    from py4j.protocol import Py4JError
     from pyspark.java_gateway import ensure_callback_server_started
 
-    spark._jsparkSession.sessionState().resourceLoader().addJar(str(jar))
-    ensure_callback_server_started(gateway)
-    spark._jvm.lakeseek.DefaultSource.use(IndexPlanner(spark._jvm))
+    try:
+        spark._jsparkSession.sessionState().resourceLoader().addJar(str(jar))
+        ensure_callback_server_started(gateway)
+        spark._jvm.lakeseek.DefaultSource.use(IndexPlanner(spark._jvm))
+    except Py4JError as error:
+        log.warning("lakeseek: the JVM data source did not load (%s): the Python one serves 'lakeseek'", error)
+        return False
     return True
 
 
@@ -94,23 +99,26 @@ def compiled_jar() -> Path | None:
     if javac is None:
         log.warning("lakeseek: no javac found (install a JDK): the slower Python data source serves 'lakeseek'")
         return None
+    try:
+        _compile(javac, sources, jar)
+    except (OSError, subprocess.CalledProcessError) as error:
+        detail = error.stderr.strip() if isinstance(error, subprocess.CalledProcessError) else error
+        log.warning("lakeseek: could not build the JVM data source, the Python one serves 'lakeseek':\n%s", detail)
+        return None
+    return jar
+
+
+def _compile(javac: str, sources: list[Path], jar: Path) -> None:
     jar.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=jar.parent) as work:
         classes = Path(work) / "classes"
         command = [javac, "--release", "17", "-nowarn", "-d", str(classes), "-cp", f"{spark_jars()}/*"]
-        done = subprocess.run([*command, *map(str, sources)], capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            log.warning(
-                "lakeseek: compiling the JVM data source failed, the Python one serves 'lakeseek':\n%s",
-                done.stderr.strip(),
-            )
-            return None
+        subprocess.run([*command, *map(str, sources)], capture_output=True, text=True, check=True)
         built = Path(work) / "lakeseek.jar"
         with zipfile.ZipFile(built, "w", zipfile.ZIP_DEFLATED) as archive:
             for path in sorted(classes.rglob("*.class")):
                 archive.write(path, path.relative_to(classes).as_posix())
         os.replace(built, jar)  # atomic: a concurrent build or reader sees a whole jar or none
-    return jar
 
 
 def _javac() -> str | None:
