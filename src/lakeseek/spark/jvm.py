@@ -146,7 +146,8 @@ class IndexPlanner:
         try:
             index = open_source_index(json.loads(options))
             schema = index.schema
-            pushed = [found for jvm_filter in filters if (found := usable(self.to_filter(jvm_filter), schema))]
+            converted = [spark_filter for jvm_filter in filters if (spark_filter := self.to_filter(jvm_filter))]
+            pushed = [found for spark_filter in converted if (found := usable(spark_filter, schema))]
             if not pushed:
                 return None
             plan = index.plan(reduce(And, [found.predicate for found in pushed]))
