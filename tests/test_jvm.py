@@ -3,6 +3,8 @@ through a py4j callback, and every file read whenever the index cannot answer.""
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import shutil
 from pathlib import Path
 
@@ -120,3 +122,55 @@ def test_random_predicates_give_spark_parquet_rows(registered, typed_lake, rows,
     source = registered.read.format("lakeseek").load(typed_lake).where(where)
     expected = registered.read.parquet(typed_lake).where(where)
     assert sorted(row["id"] for row in source.collect()) == sorted(row["id"] for row in expected.collect()), where
+
+
+def test_timestamps_before_the_gregorian_calendar(registered, tmp_path):
+    """Spark hands a TIMESTAMP literal over as java.sql.Timestamp, on the Julian calendar
+    before 1582: read as is, it names another instant and the index prunes the row's file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    instants = [dt.datetime(year, 1, 1, tzinfo=dt.timezone.utc) for year in (1003, 1500, 1582, 1890, 2024)]
+    for number, instant in enumerate(instants):
+        table = pa.table({"ts": pa.array([instant], pa.timestamp("us", tz="UTC")), "day": [instant.date()]})
+        pq.write_table(table, lake / f"part-{number}.parquet")
+    lakeseek.create_index(str(lake), ["ts", "day"], spark=registered)
+    source = registered.read.format("lakeseek").load(str(lake))
+    for instant in instants:
+        text = instant.strftime("%Y-%m-%d %H:%M:%S")
+        for where in (f"ts = TIMESTAMP '{text}'", f"day = DATE '{instant.date()}'", f"ts >= DATE '{instant.date()}'"):
+            expected = registered.read.parquet(str(lake)).where(where).count()
+            assert source.where(where).count() == expected >= 1, where
+
+
+def test_lake_paths_spark_and_python_must_read_alike(registered, tmp_path, monkeypatch):
+    """'#' and '?' in a lake's name (a file: URI or a catalog table's location) and relative
+    paths (the JVM's working directory is not Python's) name the same directory on both sides."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for name in ("lake", "lake#x", "lake?v=1"):
+        lake = tmp_path / name
+        lake.mkdir()
+        for number in range(4):
+            # The sibling lakes hold the same file names with other ids: a mix-up loses rows.
+            ids = [number * 10 + (name != "lake")]
+            pq.write_table(pa.table({"id": ids}), lake / f"part-{number}.parquet")
+        lakeseek.create_index(str(lake), ["id"], spark=registered)
+        registered.sql(f"DROP TABLE IF EXISTS paths_{len(name)}")
+        registered.sql(f"CREATE TABLE paths_{len(name)} USING lakeseek OPTIONS (path '{lake}')")
+        expected = registered.read.parquet(str(lake)).where("id = 21").count()
+        assert expected == (name != "lake")
+        assert registered.read.format("lakeseek").load(f"file:{lake}").where("id = 21").count() == expected, name
+        assert registered.sql(f"SELECT * FROM paths_{len(name)} WHERE id = 21").count() == expected, name
+    # Indexing the others wrote nothing into their sibling "lake".
+    assert sorted(p.name for p in (tmp_path / "lake").iterdir()) == [
+        "_lakeseek",
+        *(f"part-{n}.parquet" for n in range(4)),
+    ]
+    jvm_directory = registered._jvm.java.lang.System.getProperty("user.dir")
+    monkeypatch.chdir(tmp_path)  # Python's working directory moves, the JVM's cannot
+    relative = os.path.relpath(tmp_path / "lake#x", jvm_directory)
+    assert registered.read.format("lakeseek").load(relative).where("id = 21").count() == 1

@@ -189,10 +189,17 @@ def storage_for(location: str) -> tuple[Storage, str]:
     """The storage holding ``location`` (a local path or a URI) and its file-system path."""
     parsed = urlparse(location)
     if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:  # one letter: a Windows drive
-        local = parsed.path if parsed.scheme == "file" else location
+        local = _file_uri_path(location) if parsed.scheme == "file" else location
         return _local_storage(), os.path.abspath(os.path.expanduser(local)).rstrip("/") or "/"
     fs, path = pafs.FileSystem.from_uri(location)
     return _remote_storage(parsed.scheme, parsed.netloc, fs), path.rstrip("/")
+
+
+def _file_uri_path(location: str) -> str:
+    """The path of ``file:/p`` or ``file://host/p``, taken literally as Hadoop (and so Spark)
+    does: ``#`` and ``?`` are part of the name, not a fragment or a query."""
+    rest = location[len("file:") :]
+    return "/" + rest[2:].partition("/")[2] if rest.startswith("//") else rest
 
 
 @lru_cache(maxsize=1)

@@ -6,8 +6,8 @@ Spark gives it every column of every row (its API has no column pruning). So whe
 the lake becomes Spark's ordinary Parquet relation (its listing, partition discovery,
 column pruning and vectorized reader) whose file index, per query, asks the index which
 files may match. The question goes back to this Python driver through py4j (a callback,
-as ``foreachBatch`` uses), where :class:`IndexPlanner` answers it with the index already
-warm in memory.
+as ``foreachBatch`` uses), where :class:`IndexPlanner` answers it in a process that is
+already running, with lakeseek imported: about 10 ms for a 1,000-file lake.
 
 The jar is compiled on first use against the running PySpark's jars with ``javac`` and
 cached under ``~/.cache/lakeseek``. Without a JDK, or on Spark Connect (no py4j), the
@@ -55,8 +55,8 @@ def install(spark: SparkSession) -> bool:
     from pyspark.java_gateway import ensure_callback_server_started
 
     try:
-        spark._jsparkSession.sessionState().resourceLoader().addJar(str(jar))
         ensure_callback_server_started(gateway)
+        spark._jsparkSession.sessionState().resourceLoader().addJar(str(jar))
         spark._jvm.lakeseek.DefaultSource.use(IndexPlanner(spark._jvm))
     except Py4JError as error:
         log.warning("lakeseek: the JVM data source did not load (%s): the Python one serves 'lakeseek'", error)
@@ -89,7 +89,7 @@ def compiled_jar() -> Path | None:
     import pyspark
 
     sources = sorted(JAVA_SOURCES.glob("lakeseek/*.java"))
-    digest = hashlib.sha256(pyspark.__version__.encode())
+    digest = hashlib.sha256(f"{pyspark.__version__} {spark_jars()}".encode())
     for source in sources:
         digest.update(source.read_bytes())
     jar = cache_dir() / f"lakeseek-spark-{pyspark.__version__}-{digest.hexdigest()[:16]}.jar"
@@ -184,20 +184,26 @@ class IndexPlanner:
         return python_class(attribute, self.to_value(jvm_filter.value()))
 
     def to_value(self, value: Any) -> Any:
-        """A filter literal as the Python value the Python data source API gives for it."""
+        """A filter literal as the Python value the Python data source API gives for it.
+
+        Dates and times go through Spark's own DateTimeUtils: a ``java.sql.Timestamp`` or
+        ``Date`` is on the hybrid Julian calendar in the JVM's time zone, and only Spark's
+        rebasing gives back the proleptic Gregorian UTC value the column holds."""
         if not hasattr(value, "getClass"):
             return bytes(value) if isinstance(value, bytearray) else value  # py4j converted it
+        utils = self.jvm.org.apache.spark.sql.catalyst.util.DateTimeUtils
         kind = value.getClass().getName()
-        if kind in ("java.sql.Timestamp", "java.time.Instant"):
-            instant = value.toInstant() if kind == "java.sql.Timestamp" else value
-            return _EPOCH + dt.timedelta(seconds=instant.getEpochSecond(), microseconds=instant.getNano() // 1000)
+        if kind == "java.sql.Timestamp":
+            return _EPOCH + dt.timedelta(microseconds=utils.fromJavaTimestamp(value))
+        if kind == "java.time.Instant":
+            return _EPOCH + dt.timedelta(microseconds=utils.instantToMicros(value))
         if kind == "java.time.LocalDateTime":
-            seconds = value.toEpochSecond(self.jvm.java.time.ZoneOffset.UTC)
-            return dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds, microseconds=value.getNano() // 1000)
-        if kind in ("java.sql.Date", "java.time.LocalDate"):
-            day = value.toLocalDate() if kind == "java.sql.Date" else value
-            return dt.date(1970, 1, 1) + dt.timedelta(days=day.toEpochDay())
-        return value  # unknown to lakeseek: to_predicate leaves the filter to Spark
+            return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=utils.localDateTimeToMicros(value))
+        if kind == "java.sql.Date":
+            return dt.date(1970, 1, 1) + dt.timedelta(days=utils.fromJavaDate(value))
+        if kind == "java.time.LocalDate":
+            return dt.date(1970, 1, 1) + dt.timedelta(days=utils.localDateToDays(value))
+        return value  # a JVM object spark_literal does not take: the filter stays with Spark alone
 
 
 def column_path(name: str) -> tuple[str, ...]:

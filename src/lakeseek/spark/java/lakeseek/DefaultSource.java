@@ -2,9 +2,12 @@ package lakeseek;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SQLContext;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -25,8 +28,11 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 public final class DefaultSource implements RelationProvider, SchemaRelationProvider, DataSourceRegister {
   private static volatile Planner planner;
+  // The options for lakeseek itself (lowercase, as kept here), not for Spark's Parquet reader.
+  private static final List<String> LAKESEEK_OPTIONS =
+      List.of("path", "index", "name", "maxpartitionbytes", "opencostinbytes", "parallelism");
 
-  /** Called from Python by lakeseek.spark.register: the index side of every lakeseek scan. */
+  /** Called from Python by lakeseek.spark.register: the index side of every lakeseek scan in this JVM. */
   public static void use(Planner python) {
     planner = python;
   }
@@ -66,12 +72,23 @@ public final class DefaultSource implements RelationProvider, SchemaRelationProv
           "lakeseek: the lake's path is missing: spark.read.format('lakeseek').load(PATH) "
               + "or CREATE TABLE ... USING lakeseek OPTIONS (path 'PATH')");
     }
+    // Python must open the directory the JVM lists: qualify the path the JVM's way (its working
+    // directory, Hadoop's reading of the string) and hand Python a plain local path or a URI.
+    Path root;
+    try {
+      Path given = new Path(path);
+      root = given.getFileSystem(context.sparkContext().hadoopConfiguration()).makeQualified(given);
+    } catch (IOException error) {
+      throw new IllegalArgumentException("lakeseek: cannot reach the lake " + path + ": " + error.getMessage(), error);
+    }
+    options.put("path", "file".equals(root.toUri().getScheme()) ? root.toUri().getPath() : root.toString());
     Planner current = planner();
     String json = toJson(options);
     StructType lakeSchema = schema != null ? schema : (StructType) DataType.fromJson(current.schema(json));
     Map<String, String> parquetOptions = new TreeMap<>(options);
-    parquetOptions.keySet().removeAll(java.util.List.of("path", "index", "name"));
-    Dataset<?> lake = (Dataset<?>) context.sparkSession().read().schema(lakeSchema).options(parquetOptions).parquet(path);
+    parquetOptions.keySet().removeAll(LAKESEEK_OPTIONS);
+    Dataset<?> lake =
+        (Dataset<?>) context.sparkSession().read().schema(lakeSchema).options(parquetOptions).parquet(root.toString());
     LogicalPlan plan = lake.queryExecution().analyzed();
     if (!(plan instanceof LogicalRelation) || !(((LogicalRelation) plan).relation() instanceof HadoopFsRelation)) {
       throw new IllegalStateException("lakeseek: Spark did not read " + path + " as a Parquet file relation");
