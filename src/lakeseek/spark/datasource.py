@@ -464,20 +464,7 @@ class LakeseekReader(DataSourceReader):
 
     def index_plan(self) -> Plan:
         """The index's plan for the usable filters (every file when there are none)."""
-        where = _conjunction([pushed.predicate for pushed in self.pushed]) or Constant(True)
-        try:
-            self.plan = self.index.plan(where)
-        except LakeseekError as error:
-            # The index is only an accelerator: if it cannot plan, read every file.
-            log.warning("lakeseek could not plan with the index (%s): every file of the lake is read", error)
-            files = list_data_files(self.index.storage, self.index.lake_root, self.index.location.home)
-            self.plan = full_scan(files, f"planning failed: {error}")
-        log.info(
-            "lakeseek: %d of %d files to read%s",
-            len(self.plan.files),
-            self.plan.total_files,
-            "" if self.plan.index_used else f" ({self.plan.reason})",
-        )
+        self.plan = plan_scan(self.index, [pushed.predicate for pushed in self.pushed])
         return self.plan
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -502,6 +489,26 @@ class LakeseekReader(DataSourceReader):
         except LakeseekError:
             files = list_data_files(self.index.storage, self.index.lake_root, self.index.location.home)
         return {path: stamp[0] for path, stamp in files.items()}
+
+
+def plan_scan(index: Index, predicates: Sequence[Predicate]) -> Plan:
+    """The files a scan with the AND of ``predicates`` reads: the index's plan, or every file
+    of the lake when the index cannot plan (it only accelerates; it never decides rows)."""
+    where = _conjunction(predicates) or Constant(True)
+    try:
+        plan = index.plan(where)
+    except LakeseekError as error:
+        log.warning("lakeseek could not plan with the index (%s): every file of the lake is read", error)
+        plan = full_scan(
+            list_data_files(index.storage, index.lake_root, index.location.home), f"planning failed: {error}"
+        )
+    log.info(
+        "lakeseek: %d of %d files to read%s",
+        len(plan.files),
+        plan.total_files,
+        "" if plan.index_used else f" ({plan.reason})",
+    )
+    return plan
 
 
 def dataset_schema(arrow_schema: pa.Schema, schema: StructType) -> pa.Schema:
@@ -577,6 +584,7 @@ __all__ = [
     "is_exact",
     "pack",
     "parse_bytes",
+    "plan_scan",
     "read_partition",
     "register",
     "spark_literal",

@@ -26,7 +26,6 @@ import subprocess
 import tempfile
 import zipfile
 from collections.abc import Iterable
-from functools import reduce
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -34,8 +33,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import datasource as spark_filters
 
 from lakeseek.exceptions import LakeseekError
-from lakeseek.expressions import And
-from lakeseek.spark.datasource import Both, Either, open_source_index, usable
+from lakeseek.spark.datasource import Both, Either, open_source_index, plan_scan, usable
 
 log = logging.getLogger("lakeseek")
 JAVA_SOURCES = Path(__file__).parent / "java"
@@ -145,21 +143,14 @@ class IndexPlanner:
         """The relative paths of the files that may match, NUL-separated; None to read every file."""
         try:
             index = open_source_index(json.loads(options))
-            schema = index.schema
-            converted = [spark_filter for jvm_filter in filters if (spark_filter := self.to_filter(jvm_filter))]
-            pushed = [found for spark_filter in converted if (found := usable(spark_filter, schema))]
-            if not pushed:
-                return None
-            plan = index.plan(reduce(And, [found.predicate for found in pushed]))
         except LakeseekError as error:
-            log.warning("lakeseek could not plan with the index (%s): every file of the lake is read", error)
+            log.warning("lakeseek could not open the index (%s): every file of the lake is read", error)
             return None
-        log.info(
-            "lakeseek: %d of %d files to read%s",
-            len(plan.files),
-            plan.total_files,
-            "" if plan.index_used else f" ({plan.reason})",
-        )
+        converted = [spark_filter for jvm_filter in filters if (spark_filter := self.to_filter(jvm_filter))]
+        pushed = [found for spark_filter in converted if (found := usable(spark_filter, index.schema))]
+        if not pushed:
+            return None
+        plan = plan_scan(index, [found.predicate for found in pushed])
         return "\0".join(plan.files) if plan.index_used else None
 
     def to_filter(self, jvm_filter: Any) -> spark_filters.Filter | None:
