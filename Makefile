@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test fuzz lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
+
+# The generated differential tests with new seeds and many more examples (minutes).
+FUZZ_EXAMPLES ?= 200
+fuzz: $(VENV)/.installed
+	LAKESEEK_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q tests/test_differential.py
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/needle.py

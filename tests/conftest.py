@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
-from tests.lakes import INDEXABLE, all_rows, make_typed_lake
+from tests.lakes import INDEXABLE, all_rows, copy_lake, make_typed_lake
 
 
 @pytest.fixture(scope="session")
@@ -49,7 +47,7 @@ def index(typed_lake):
 
 @pytest.fixture
 def lake_copy(typed_lake, tmp_path):
-    """A private copy of the typed lake and its index, free to change."""
+    """A private copy of the typed lake and its index, free to change (the index trusts the copy)."""
     target = str(tmp_path / "lake")
-    shutil.copytree(typed_lake, target)
+    copy_lake(typed_lake, target)
     return target

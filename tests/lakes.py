@@ -10,9 +10,11 @@ of lakeseek are checked against code that shares nothing with them.
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import os
 import random
 import re
+import shutil
 from decimal import Decimal
 from urllib.parse import unquote
 
@@ -113,7 +115,7 @@ def make_typed_lake(root: str, files_per_region: int = 3, rows_per_file: int = 1
 def data_files(root: str) -> list[str]:
     found = []
     for directory, subdirs, names in os.walk(root):
-        subdirs[:] = [d for d in subdirs if not is_hidden(d)]
+        subdirs[:] = [d for d in subdirs if not is_hidden(d, directory=True)]
         found.extend(os.path.join(directory, n) for n in names if not is_hidden(n))
     return sorted(found)
 
@@ -245,3 +247,70 @@ def predicate_trees(draw, rows, depth=0):
         options = draw(st.lists(st.sampled_from([*present, None]), min_size=1, max_size=4))
         return (kind, column, options)
     return (kind, column, value)
+
+
+# -- copies of indexed lakes -------------------------------------------------------------------------
+def copy_lake(source: str, target: str) -> None:
+    """Copy an indexed lake, with its indexes trusting the copied files as they trusted the originals.
+
+    A copy gets new inodes and ctimes, so lakeseek rightly sees every copied file as changed
+    (docs/freshness.md) and its index would serve nothing; tests that want an indexed copy
+    restamp it.
+    """
+    shutil.copytree(source, target)
+    restamp_indexes(target)
+
+
+def restamp_indexes(lake: str) -> None:
+    """Record the current stamp of every data file in every version of every index of ``lake``:
+    the indexes then trust the files as they are now, as if they had been built on them.
+
+    For copies, and for tests that damage a file behind the index's back on purpose; only
+    right when the files hold what the index was built on.
+    """
+    import dataclasses
+
+    from lakeseek.format.lineage import Lineage, read_lineage, write_lineage
+    from lakeseek.format.root import LineagePart, Root
+    from lakeseek.io import storage_for
+    from lakeseek.lake import list_data_files
+    from lakeseek.lifecycle.log import decode_entry, encode_entry
+
+    storage, root = storage_for(lake)
+    stamps = list_data_files(storage, root)
+    rewritten: dict[str, str] = {}  # manifest path -> the path of its restamped copy
+
+    def restamped(index_dir: str, part: LineagePart | None) -> LineagePart | None:
+        if part is None:
+            return None
+        lineage = part.inline or read_lineage(storage, f"{index_dir}/{part.path}")
+        now = [stamps.get(path) for path in lineage.paths]
+        lineage = Lineage(
+            lineage.ids,
+            lineage.paths,
+            [old if new is None else new.size for old, new in zip(lineage.sizes, now, strict=True)],
+            [old if new is None else new.mtime_ns for old, new in zip(lineage.mtimes, now, strict=True)],
+            [old if new is None else new.version for old, new in zip(lineage.versions, now, strict=True)],
+        )
+        if part.inline is not None:
+            return dataclasses.replace(part, inline=lineage)
+        owner = part.path.rpartition("/")[2].split("-", 1)[0]
+        path, size = write_lineage(storage, index_dir, owner, lineage)
+        rewritten[f"{index_dir}/{part.path}"] = f"{index_dir}/{path}"
+        return dataclasses.replace(part, path=path, size=size)
+
+    for entry in sorted(glob.glob(f"{root}/_lakeseek/*/log/*.json")):
+        index_dir = entry.rsplit("/log/", 1)[0]
+        with open(entry, "rb") as f:
+            version = Root.from_json(decode_entry(f.read(), entry))
+        lineage = version.lineage
+        lineage = dataclasses.replace(
+            lineage,
+            parts=tuple(restamped(index_dir, part) for part in lineage.parts),
+            pending=restamped(index_dir, lineage.pending),
+        )
+        with open(entry, "wb") as f:
+            f.write(encode_entry(dataclasses.replace(version, lineage=lineage).to_json()))
+    for old, new in rewritten.items():
+        if old != new:
+            os.remove(old)

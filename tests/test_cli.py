@@ -74,12 +74,14 @@ def test_create_then_query_files_status(tmp_path, typed_lake, spark):
     [
         ("nope = 1", "unknown column 'nope'"),
         ("id = 'abc'", "column 'id' is int64"),
-        ("small = 1000", "out of range"),
-        ("day = DATE '2024-13-01'", "expected YYYY-MM-DD"),
+        ("small = 1000Y", "out of the range"),
+        ("day = DATE '2024-13-01'", "not a valid date"),
+        ("day = '20240101'", "not a date"),
+        ("name LIKE 'a\\'", "invalid LIKE pattern"),
         ("id = = 1", "malformed predicate"),
         ("id = 'unterminated", "malformed predicate"),
         ("", "empty"),
-        ("id = name", "compare one column with one literal"),
+        ("id = name", "cannot compare column 'id' (int64) with column 'name' (string)"),
         ("upper(name) = 'A'", "unsupported predicate"),
         ("id = 1; DROP TABLE x", "malformed predicate"),
     ],
@@ -236,3 +238,16 @@ def test_unreadable_schema_error_is_one_line(tmp_path):
     pq.write_table(pa.table({"a": [1]}), tmp_path / "lake" / "f.parquet")
     result = _run("query", str(tmp_path / "lake"), "--where", "a = 1")
     assert result.exit_code == 1 and "no lakeseek index" in result.stderr
+
+
+@pytest.mark.parametrize("inside", ["region=east", "idx"])
+def test_an_index_home_inside_the_lake_is_a_one_line_error(tmp_path, typed_lake, inside):
+    lake = str(tmp_path / "lake")
+    shutil.copytree(typed_lake, lake, ignore=shutil.ignore_patterns("_lakeseek"))
+    for args in (("create", lake, "--columns", "id"), ("query", lake, "--where", "id = 5")):
+        result = _run(*args, "--index", f"{lake}/{inside}")
+        assert result.exit_code == 1, result.output
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("lakeseek: error: ") and "inside the lake" in lines[0]
+        assert "Traceback" not in result.output
+    assert not os.path.exists(f"{lake}/{inside}/default")

@@ -124,3 +124,36 @@ def test_storage_counts_reads(tmp_path):
     after = storage.stats.snapshot()
     assert after["reads"] - before["reads"] == 2
     assert after["bytes_read"] - before["bytes_read"] == 13
+
+
+def test_lineage_manifests_are_bound_by_checksum_and_size(tmp_path):
+    from lakeseek.format.lineage import Lineage, read_lineage, write_lineage
+
+    storage, root = storage_for(str(tmp_path))
+    first = Lineage([0, 1], ["a.parquet", "b.parquet"], [10, 20], [1, 2], ["1-5", "2-6"])
+    second = Lineage([0, 1], ["b.parquet", "c.parquet"], [20, 30], [2, 3], ["2-6", "3-7"])
+    first_name, first_size = write_lineage(storage, root, "op1", first)
+    second_name, _ = write_lineage(storage, root, "op2", second)
+    assert read_lineage(storage, f"{root}/{first_name}") == first
+    assert read_lineage(storage, f"{root}/{second_name}") == second
+    assert first_size == Path(root, first_name).stat().st_size
+    # An older valid manifest copied over a newer one, or a truncated one, is damage, not a lineage.
+    Path(root, second_name).write_bytes(Path(root, first_name).read_bytes())
+    with pytest.raises(IndexCorruptError, match="checksum"):
+        read_lineage(storage, f"{root}/{second_name}")
+    Path(root, first_name).write_bytes(Path(root, first_name).read_bytes()[:-10])
+    with pytest.raises(IndexCorruptError):
+        read_lineage(storage, f"{root}/{first_name}")
+
+
+def test_delta_filter_files_are_bound_by_checksum_and_size(tmp_path):
+    from lakeseek.format.filters import read_filter_bytes, write_filters
+
+    storage, root = storage_for(str(tmp_path))
+    older = write_filters(storage, root, "op1", {"data/op1/a.parquet": b"\x01" * 16})
+    newer = write_filters(storage, root, "op2", {"data/op2/b.parquet": b"\x02" * 16})
+    assert older.size == Path(root, older.path).stat().st_size
+    assert read_filter_bytes(storage, f"{root}/{newer.path}") == {"data/op2/b.parquet": b"\x02" * 16}
+    Path(root, newer.path).write_bytes(Path(root, older.path).read_bytes())
+    with pytest.raises(IndexCorruptError, match="checksum"):
+        read_filter_bytes(storage, f"{root}/{newer.path}")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -93,3 +95,133 @@ def test_large_lakes_keep_the_lineage_in_a_manifest(tmp_path, typed_lake, spark,
     assert part.inline is None and part.path.endswith(".parquet")
     os.remove(data_files(lake)[0])
     _assert_exact(lake)
+
+
+# -- file identity: a rewrite that keeps size and mtime --------------------------------------------
+def _plain_file(path: str, first_id: int, count: int = 200) -> None:
+    """A file whose size depends only on its row count (no compression, no dictionary), so
+    rewriting it with other ids keeps its size to the byte."""
+    table = pa.table({"id": pa.array(range(first_id, first_id + count), pa.int64())})
+    pq.write_table(table, path, compression="none", use_dictionary=False)
+
+
+def _rewrite_in_place(target: str, first_id: int, scratch: str) -> None:
+    """Other rows written into the same inode, then the old times set back (``touch -r``)."""
+    before = os.stat(target)
+    _plain_file(target, first_id)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def _copy_over(target: str, first_id: int, scratch: str) -> None:
+    """``cp -p`` / ``rsync -t`` of a file with the old size and mtime over the indexed one."""
+    before = os.stat(target)
+    _plain_file(scratch, first_id)
+    os.utime(scratch, ns=(before.st_atime_ns, before.st_mtime_ns))
+    shutil.copy2(scratch, target)
+
+
+def _replace(target: str, first_id: int, scratch: str) -> None:
+    """A reproducible tarball extracted over the lake: a new file (new inode) under the old name."""
+    before = os.stat(target)
+    hidden = os.path.join(os.path.dirname(target), ".extracting")
+    _plain_file(hidden, first_id)
+    os.utime(hidden, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(hidden, target)
+
+
+@pytest.mark.parametrize("rewrite", [_rewrite_in_place, _copy_over, _replace])
+def test_a_rewrite_keeping_size_and_mtime_is_detected(tmp_path, spark, rewrite):
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    for n in range(3):
+        _plain_file(str(lake / f"part-{n}.parquet"), n * 200)  # ids 0..599
+    lakeseek.create_index(str(lake), ["id"], spark=spark)
+    target = str(lake / "part-1.parquet")
+    before = os.stat(target)
+    rewrite(target, 5000, str(tmp_path / "scratch.parquet"))  # ids 200..399 leave, 5000..5199 arrive
+    after = os.stat(target)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+    index = lakeseek.open_index(str(lake))
+    status = index.status()
+    assert not status.is_fresh and status.changed_files == ["part-1.parquet"]
+    everything = pa.concat_tables(pq.read_table(path) for path in data_files(str(lake)))  # a full read
+    for value in (5007, 250, 450):
+        expected = sorted(everything.filter(pc.equal(everything["id"], value))["id"].to_pylist())
+        assert sorted(index.read(f"id = {value}")["id"].to_pylist()) == expected, value
+    located = index.locate([5007, 250, 450], column="id").to_pylist()
+    assert sorted((row["key"], row["file"]) for row in located) == [
+        (450, str(lake / "part-2.parquet")),
+        (5007, target),
+    ]
+
+
+# -- lineage manifests bound to the root that names them -------------------------------------------
+def test_an_older_manifest_in_place_of_the_newer_one_falls_back_to_a_scan(tmp_path, typed_lake, spark, monkeypatch):
+    from lakeseek.lifecycle import operations
+
+    lake = str(tmp_path / "lake")
+    shutil.copytree(typed_lake, lake, ignore=shutil.ignore_patterns("_lakeseek"))
+    monkeypatch.setattr(operations, "INLINE_LINEAGE_MAX_FILES", 0)  # every lineage part a manifest
+    older = lakeseek.create_index(lake, ["id", "name"], spark=spark)
+    os.remove(data_files(lake)[0])  # the full refresh numbers the files anew: ids shift by one
+    newer = lakeseek.refresh_index(lake, "full", engine="local")
+    ((older_part,), (newer_part,)) = (older.root.lineage.parts, newer.root.lineage.parts)
+    assert older_part.path != newer_part.path
+    index_dir = newer.index_dir
+    with open(f"{index_dir}/{older_part.path}", "rb") as source, open(f"{index_dir}/{newer_part.path}", "wb") as out:
+        out.write(source.read())
+
+    rows = all_rows(lake)
+    index = lakeseek.open_index(lake)
+    for tree in QUERIES:
+        assert ids(index.read(to_sql(tree))) == ids(matching(rows, tree)), tree
+    plan = index.plan("id = 5")
+    assert not plan.index_used and "lineage" in plan.reason, plan.reason
+
+
+def test_an_index_written_before_format_3_reads_every_file_until_refreshed(lake_copy):
+    from lakeseek.lifecycle.log import decode_entry, encode_entry
+
+    entry = f"{lake_copy}/_lakeseek/default/log/{0:020d}.json"
+    with open(entry, "rb") as f:
+        body = decode_entry(f.read(), entry)
+    body["format_version"] = 2  # format 2 recorded (size, mtime) and no version token
+    for part in body["lineage"]["parts"]:
+        del part["inline"]["versions"]
+    with open(entry, "wb") as f:
+        f.write(encode_entry(body))
+    index = lakeseek.open_index(lake_copy)
+    assert len(index.status().changed_files) == len(data_files(lake_copy))  # nothing vouches for them
+    _assert_exact(lake_copy)
+    lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    index = lakeseek.open_index(lake_copy)
+    assert index.status().is_fresh and index.plan("id = 5").index_used
+    _assert_exact(lake_copy)
+
+
+def test_the_listing_follows_spark(tmp_path):
+    from lakeseek.io import storage_for
+    from lakeseek.lake import list_data_files
+
+    lake = tmp_path / "lake"
+    for relative in ("a.parquet", "p=1/b.parquet", "_p=2/c.parquet", "_hidden/d.parquet", ".x/e.parquet", "_f"):
+        (lake / relative).parent.mkdir(parents=True, exist_ok=True)
+        (lake / relative).write_bytes(b"1234")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "g.parquet").write_bytes(b"12345")
+    os.symlink(tmp_path / "elsewhere", lake / "linked")  # followed, as Spark and pyarrow do
+    os.symlink(lake / "missing", lake / "broken.parquet")  # skipped
+    os.symlink(lake, lake / "p=1" / "loop")  # a cycle ends
+    storage, root = storage_for(str(lake))
+    listed = list_data_files(storage, root)
+    assert sorted(listed) == ["_p=2/c.parquet", "a.parquet", "linked/g.parquet", "p=1/b.parquet"]
+    assert listed["linked/g.parquet"].size == 5
+
+    target = lake / "a.parquet"
+    before = os.stat(target)
+    target.write_bytes(b"5678")  # same size, and the old times set back
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = list_data_files(storage, root)["a.parquet"]
+    assert (after.size, after.mtime_ns) == (listed["a.parquet"].size, listed["a.parquet"].mtime_ns)
+    assert after != listed["a.parquet"]

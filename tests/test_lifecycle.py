@@ -295,3 +295,33 @@ def test_damaged_delta_filters_fall_back_to_a_scan(lake_copy):
     plan = lakeseek.open_index(lake_copy).plan("id = 1050")
     assert not plan.index_used and "delta filter file" in plan.reason
     assert_exact(lake_copy, random.Random(13))
+
+
+# -- where the index may live ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("home", "name", "reason"),
+    [
+        ("{lake}/region=east", None, "inside the lake .* skip the data files under region=east"),
+        ("{lake}/idx", None, "inside the lake .* read the index files as data"),
+        ("{lake}", None, "inside the lake .* read the index files as data"),
+        ("{parent}", "lake", "the lake would be inside the index directory .* vacuum"),
+    ],
+)
+def test_an_index_home_visible_in_the_lake_is_refused(lake_copy, home, name, reason):
+    home = home.format(lake=lake_copy, parent=os.path.dirname(lake_copy))
+    before = data_files(lake_copy)
+    with pytest.raises(LakeseekError, match=reason) as refused:
+        lakeseek.create_index(lake_copy, ["id"], index=home, name=name)
+    assert "\n" not in str(refused.value)
+    with pytest.raises(LakeseekError, match=reason):
+        lakeseek.open_index(lake_copy, index=home, name=name)
+    assert data_files(lake_copy) == before  # nothing was written into the lake
+
+
+def test_an_index_home_under_a_hidden_directory_of_the_lake_is_allowed(lake_copy, spark):
+    home = f"{lake_copy}/_indexes/more"
+    lakeseek.create_index(lake_copy, ["id"], index=home, spark=spark)
+    index = lakeseek.open_index(lake_copy, index=home)
+    assert index.status().is_fresh
+    assert index.read("id = 5").num_rows == 1
+    assert index.scan("id >= 0").num_rows == 1800

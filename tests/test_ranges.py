@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import lakeseek
+from lakeseek.exceptions import PredicateParseError
 from lakeseek.planning import like_prefix
 from tests.lakes import INDEXABLE, files_with, ids, matching, to_sql
 
@@ -58,7 +59,8 @@ def test_like(index, rows, pattern):
 def test_like_prefix_reads_the_index():
     assert like_prefix("ab%c") == "ab"
     assert like_prefix("a_c%") == "a"
-    assert like_prefix("50\\% off%") == "50"
+    assert like_prefix("50\\% off%") == "50% off"
+    assert like_prefix("a\\\\b%") == "a\\b"
     assert like_prefix("%x") == ""
 
 
@@ -94,17 +96,34 @@ def test_unserved_parts_are_explained(index, rows):
     assert not plan.index_used
 
 
-@pytest.mark.parametrize("pattern", ["back\\s%", "back\\\\s%", "back\\%", "b%\\%", "x\\_%"])
-def test_like_with_backslashes_agrees_with_a_scan(index, rows, pattern):
-    # pyarrow's match_like reads a backslash as an escape in some patterns and literally in
-    # others: whatever it decides, the index must name every file a scan finds rows in.
+@pytest.mark.parametrize(
+    ("pattern", "matches"),
+    [
+        ("back\\\\s%", lambda name: name.startswith("back\\s")),
+        ("back\\%", lambda name: name == "back%"),
+        ("50\\% off", lambda name: name == "50% off"),
+        ("%\\_%", lambda name: "_" in name),
+        ("under\\_score", lambda name: name == "under_score"),
+    ],
+)
+def test_like_escapes_as_spark_reads_them(index, rows, pattern, matches):
+    """A backslash escapes ``%``, ``_`` and itself (Spark's rule); the index and the scan agree."""
     where = "name LIKE '" + pattern.replace("'", "''") + "'"
-    scanned = index.scan(where)
-    assert ids(index.read(where)) == ids(scanned), where
-    assert set(index.files(where)) >= {row["__file"] for row in rows if row["id"] in set(ids(scanned))}, where
+    expected = sorted(row["id"] for row in rows if row["name"] is not None and matches(row["name"]))
+    assert expected or pattern.startswith("back"), pattern
+    assert ids(index.read(where)) == expected == ids(index.scan(where)), where
+    assert set(index.files(where)) >= {row["__file"] for row in rows if row["id"] in set(expected)}, where
 
 
-def test_coarse_timestamps_drop_the_same_digits_as_a_scan(tmp_path, spark):
+@pytest.mark.parametrize("pattern", ["back\\s%", "a%\\", "a\\b"])
+def test_like_escapes_spark_rejects_are_errors(index, pattern):
+    with pytest.raises(PredicateParseError, match="LIKE pattern"):
+        index.read(f"name LIKE '{pattern}'")
+
+
+def test_literals_finer_than_a_timestamp_column_compare_as_spark_does(tmp_path, spark):
+    """A microsecond literal against a millisecond column compares in microseconds
+    (Spark's promotion): ``= 1.5 ms`` holds for no row, ``< 10.5 ms`` keeps 10 ms."""
     import datetime as dt
     import os
 
@@ -120,11 +139,17 @@ def test_coarse_timestamps_drop_the_same_digits_as_a_scan(tmp_path, spark):
         pq.write_table(table, f"{root}/part-{number}.parquet")
     lakeseek.create_index(root, "at", spark=spark)
     index = lakeseek.open_index(root)
-    for where in (
-        "at = TIMESTAMP '2020-01-01 00:00:00.0015'",
-        "at >= TIMESTAMP '2020-01-01 00:00:00.0195'",
-        "at < TIMESTAMP '2020-01-01 00:00:00.0105'",
-        "at IN (TIMESTAMP '2020-01-01 00:00:00.0211', TIMESTAMP '2020-01-01 00:00:00.009')",
+    for where, expected in (
+        ("at = TIMESTAMP '2020-01-01 00:00:00.0015'", []),
+        ("at <> TIMESTAMP '2020-01-01 00:00:00.0015'", list(range(30))),
+        ("at >= TIMESTAMP '2020-01-01 00:00:00.0195'", list(range(20, 30))),
+        ("at < TIMESTAMP '2020-01-01 00:00:00.0105'", list(range(11))),
+        ("at <= TIMESTAMP '2020-01-01 00:00:00.0005'", [0]),
+        ("at > TIMESTAMP '2020-01-01 00:00:00.0285'", [29]),
+        ("NOT (at = TIMESTAMP '2020-01-01 00:00:00.0015')", list(range(30))),
+        ("at IN (TIMESTAMP '2020-01-01 00:00:00.0211', TIMESTAMP '2020-01-01 00:00:00.009')", [9]),
     ):
-        scanned = ids(index.scan(where))
-        assert scanned and ids(index.read(where)) == scanned, where
+        assert ids(index.scan(where)) == expected, where
+        assert ids(index.read(where)) == expected, where
+        frame = spark.read.parquet(root).where(where)
+        assert sorted(row.id for row in frame.collect()) == expected, where

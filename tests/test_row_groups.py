@@ -129,3 +129,15 @@ def test_row_groups_survive_refresh_and_optimize(lake, tmp_path, spark):
     assert len(index.root.columns["user"].segments) == 1
     _check(index, rows, "user = 'u3'", lambda r: r["user"] == "u3")
     _check(index, rows, "id BETWEEN 1190 AND 1210", lambda r: 1190 <= r["id"] <= 1210)
+
+
+@pytest.mark.parametrize("where", ["id = 99999", "user = 'nobody'", "id IS NULL", "id > 1199", "user > 'zzz'"])
+def test_lookup_that_finds_no_entry_reads_nothing(lake, where):
+    """No entry found (a missing key, IS NULL on a column without NULLs, past the maximum):
+    an empty plan and empty answers, not an error."""
+    index = lakeseek.open_index(lake)
+    plan = index.plan(where)
+    assert plan.index_used and plan.files == [] and plan.row_groups == {}, where
+    assert index.files(where) == []
+    assert index.read(where).num_rows == 0
+    assert index.read(where).schema == index.scan(where).schema

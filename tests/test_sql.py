@@ -54,10 +54,12 @@ def test_parse(text, expected):
         ("a =", PredicateParseError),
         ("a = 'open", PredicateParseError),
         ("a = 1; b = 2", PredicateParseError),
-        ("a = b", UnsupportedPredicateError),
         ("a IN (SELECT 1)", UnsupportedPredicateError),
-        ("a IS TRUE", UnsupportedPredicateError),
         ("a LIKE b", UnsupportedPredicateError),
+        ("a IS 5", UnsupportedPredicateError),
+        ("a LIKE 'x\\'", PredicateParseError),
+        ("a LIKE 'x\\y'", PredicateParseError),
+        ("a LIKE 'x%\\'", PredicateParseError),
         ("lower(a) = 'x'", UnsupportedPredicateError),
         ("a = -'x'", UnsupportedPredicateError),
     ],
@@ -112,14 +114,15 @@ def test_bind_coerces_literals(text, value):
     ("text", "error"),
     [
         ("i = 'x'", PredicateTypeError),
-        ("i = 1.5", PredicateTypeError),
-        ("i = 3000000000", PredicateTypeError),
+        ("i = '5.0'", PredicateTypeError),
         ("s = 1", PredicateTypeError),
         ("d = '2024-02-30'", PredicateTypeError),
+        ("d = '2024-W01-1'", PredicateTypeError),
+        ("d = '20240101'", PredicateTypeError),
+        ("n = '2024-01-01 1000'", PredicateTypeError),
         ("t = 'yesterday'", PredicateTypeError),
-        ("m = 1.234", PredicateTypeError),
-        ("m = 123456789", PredicateTypeError),
         ("f = 1", PredicateTypeError),
+        ("i = d", PredicateTypeError),
         ("s LIKE 'x%' AND i LIKE '1'", PredicateTypeError),
         ("zz = 1", UnknownColumnError),
     ],
@@ -132,7 +135,9 @@ def test_bind_errors(text, error):
 def test_comparisons_with_null_are_unknown():
     assert bind(parse_where("i = NULL"), SCHEMA) == Constant(None)
     assert bind(parse_where("i IN (NULL)"), SCHEMA) == Constant(None)
-    assert bind(parse_where("i IN (1, NULL)"), SCHEMA) == Or(In("i", (Literal("value", 1),)), Constant(None))
+    assert bind(parse_where("i IN (1, NULL)"), SCHEMA) == Or(
+        In("i", (Literal("value", 1, pa.int32()),)), Constant(None)
+    )
 
 
 @pytest.mark.parametrize(

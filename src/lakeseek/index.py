@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Iterable
@@ -24,15 +25,15 @@ from lakeseek.exceptions import IndexCorruptError, LakeNotFoundError, LakeseekEr
 from lakeseek.explain import Explanation, explanation
 from lakeseek.expressions import Predicate
 from lakeseek.expressions.arrow import to_arrow
-from lakeseek.expressions.binding import bind, resolve_column
+from lakeseek.expressions.binding import bind, resolve_column, value_type
 from lakeseek.expressions.sql import parse_where, to_spark_sql
 from lakeseek.format.root import DELETED, Root
 from lakeseek.format.values import KeyValue
 from lakeseek.io import Storage, storage_for
-from lakeseek.lake import LakeState, compare, list_data_files, open_dataset
+from lakeseek.lake import LakeState, compare, is_hidden, list_data_files, open_dataset
 from lakeseek.lifecycle.leases import Leases
 from lakeseek.lifecycle.log import IndexLog
-from lakeseek.locate import FILE, locate_keys, scan_keys
+from lakeseek.locate import FILE, exact_keys, locate_keys, scan_keys
 from lakeseek.lookup import IndexReader
 from lakeseek.planning import Plan, full_scan, plan
 
@@ -79,11 +80,48 @@ def locate(source: str, index: str | None = None, name: str | None = None, *, ex
         index_storage, home = storage_for(index)
         if index_storage is not storage:
             raise LakeseekError("the index must live on the same storage as the lake")
+    if storage.is_local:  # a symlink must not smuggle the index into the lake, or the lake into it
+        real_lake, real_home = os.path.realpath(lake_root), os.path.realpath(home)
+    else:
+        real_lake, real_home = lake_root, home
+    _check_home(real_lake, real_home)
     if name is None:
         name = _default_name(storage, home) if existing else DEFAULT_NAME
     if not _VALID_NAME.fullmatch(name):
         raise LakeseekError(f"invalid index name {name!r}: use letters, digits, '_', '-' and '.'")
+    if _is_within(real_lake, f"{real_home}/{name}"):
+        raise LakeseekError(
+            f"the lake would be inside the index directory {home}/{name}, where vacuum deletes every file "
+            "the index does not reference: choose another --index or --name"
+        )
     return Location(storage, lake_root, home, name)
+
+
+def _check_home(lake_root: str, home: str) -> None:
+    """Refuse an index home inside the lake unless a hidden directory holds it.
+
+    Only a hidden directory on its way (a component of its path relative to the lake that
+    starts with '_' or '.', without '=', and is no Parquet summary name like '_metadata')
+    keeps the index files out of what Spark, Trino, DuckDB and lakeseek read as data; and
+    lakeseek's listing skips the home, so data files under it would vanish from queries.
+    """
+    if not _is_within(home, lake_root):
+        return
+    parts = [] if home == lake_root else home[len(lake_root) + 1 :].split("/")
+    if any(is_hidden(part, directory=True) for part in parts):
+        return
+    harm = "Spark, Trino and DuckDB would read the index files as data"
+    if any("=" in part for part in parts):
+        harm = f"lakeseek would skip the data files under {'/'.join(parts)}, and {harm}"
+    raise LakeseekError(
+        f"the index home {home} is inside the lake {lake_root} and not under a hidden directory: {harm}; "
+        f"use a directory whose name starts with '_' or '.' (like {lake_root}/{DEFAULT_HOME}) or one outside the lake"
+    )
+
+
+def _is_within(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or below it."""
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
 def _default_name(storage: Storage, home: str) -> str:
@@ -221,11 +259,14 @@ class Index:
         Same rows as ``spark.read.parquet(SOURCE).where(where)`` when Spark reads the
         predicate as lakeseek does (see :func:`lakeseek.expressions.sql.to_spark_sql`).
         """
+        from lakeseek.spark.locate import literal_path
+
         chosen = self.plan(where)
         schema = self.spark_schema()
         if not chosen.files:
             return spark.createDataFrame([], schema)
-        uris = [self.storage.uri(f"{self.lake_root}/{path}") for path in chosen.files]
+        uris = [literal_path(self.storage.uri(f"{self.lake_root}/{path}")) for path in chosen.files]
+        # basePath is taken as it is, never as a glob pattern.
         reader = spark.read.schema(schema).option("basePath", self.storage.uri(self.lake_root))
         return reader.parquet(*uris).where(to_spark_sql(where))
 
@@ -297,9 +338,8 @@ class Index:
 
     def _scan_keys(self, state: LakeState, column: str, keys: Iterable[KeyValue] | pa.Array) -> pa.Table:
         key_type = self.root.columns[column].key_type
-        wanted = keys if isinstance(keys, pa.Array) else pa.array(list(keys), key_type)
-        files = list(state.files)
-        return scan_keys(files, column, pc.unique(wanted.cast(key_type)), self._dataset, self.reader.row_groups)
+        wanted = exact_keys(keys, value_type(self.schema.field(column).type), key_type)
+        return scan_keys(list(state.files), column, wanted, self._dataset, self.reader.row_groups)
 
     def _dataset(self, paths: list[str]) -> ds.Dataset:
         return open_dataset(self.storage, self.lake_root, paths, self.schema, self.root.partition_columns)

@@ -10,50 +10,45 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
 from lakeseek.exceptions import LakeNotFoundError
 from lakeseek.format.lineage import Lineage
-from lakeseek.io import Storage
+from lakeseek.io import Stamp, Storage
 
 
-def is_hidden(name: str) -> bool:
-    """Spark's rule for names its file listing skips."""
+def is_hidden(name: str, *, directory: bool = False) -> bool:
+    """Whether Spark's Parquet reader skips a file, or with ``directory`` a directory, of this name.
+
+    Spark 4's listing (HadoopFSUtils.shouldFilterOutPathName) keeps names that start with
+    ``_common_metadata`` or ``_metadata`` (Parquet summary files) and ``_`` names with ``=``
+    (partition directories), and skips other names that start with ``_`` or ``.`` or end
+    with ``._COPYING_``. Of the files it lists it then reads none whose name starts with
+    ``_`` without ``=`` (PartitioningAwareFileIndex.isDataPath). So a directory
+    ``_metadata/`` is entered and its files are data, but a file ``_metadata`` is not.
+    """
+    if directory and name.startswith(("_common_metadata", "_metadata")):
+        return False
     return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
-
-
-# A data file's identity for freshness checks: (size, modification time in ns).
-Stamp = tuple[int, int]
 
 
 def list_data_files(storage: Storage, lake_root: str, index_dir: str | None = None) -> dict[str, Stamp]:
     """Data files below ``lake_root`` by path relative to it, with their stamps.
 
-    Runs on every query, so it avoids per-file work beyond reading each entry once.
+    Runs on every query, so it reads each entry once and never enters hidden directories.
+    Files under ``index_dir`` (an index home) are left out too; one inside the lake is
+    under a hidden directory anyway (``lakeseek.index.locate`` refuses any other).
     """
     if not storage.is_dir(lake_root):
         raise LakeNotFoundError(f"lake not found: {lake_root} is not a directory")
-    skip = f"{index_dir}/" if index_dir else None
-    prefix = len(lake_root) + 1
-    hidden_dirs: dict[str, bool] = {}
-    found = {}
-    for info in storage.list_tree(lake_root):
-        size = info.size  # None for directories (cheaper than asking for the type)
-        if size is None:
-            continue
-        path = info.path
-        if skip and path.startswith(skip):
-            continue
-        directory, _, name = path[prefix:].rpartition("/")
-        hidden = hidden_dirs.get(directory)
-        if hidden is None:
-            hidden = hidden_dirs[directory] = (
-                any(is_hidden(part) for part in directory.split("/")) if directory else False
-            )
-        if not hidden and not is_hidden(name):
-            found[path[prefix:]] = (size, info.mtime_ns or 0)
+    # Directories answer to the directory rule, which hides less; files to their own.
+    found = storage.walk_files(lake_root, skip_dir=partial(is_hidden, directory=True), skip_file=is_hidden)
+    if index_dir is not None and index_dir.startswith(f"{lake_root}/"):
+        home = f"{index_dir[len(lake_root) + 1 :]}/"
+        found = {path: stamp for path, stamp in found.items() if not path.startswith(home)}
     return found
 
 
@@ -88,12 +83,13 @@ def compare(lineage: Lineage, files: dict[str, Stamp], pending: Lineage | None =
     for listing, target in ((lineage, None), (pending, recorded)):
         if listing is None:
             continue
-        for file_id, path, size, mtime in zip(listing.ids, listing.paths, listing.sizes, listing.mtimes, strict=True):
+        stamps = zip(listing.sizes, listing.mtimes, listing.versions, strict=True)
+        for file_id, path, stamp in zip(listing.ids, listing.paths, stamps, strict=True):
             known.add(path)
             current = files.get(path)
             if current is None:
                 removed.append(path)
-            elif current != (size, mtime):
+            elif current != stamp:  # a version not recorded (None, before format 3) never matches
                 changed.append(path)
             elif target is None:
                 indexed[file_id] = path

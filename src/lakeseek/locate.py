@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from lakeseek.expressions.binding import value_type
 from lakeseek.format.index_file import FILE_ID, KEY, ROW_GROUP
 from lakeseek.format.values import KeyValue
 from lakeseek.lake import LakeState
@@ -36,17 +37,61 @@ def locate_keys(
     over lake files (here: those the index does not cover, which are read).
     """
     index = reader.root.columns[column]
-    wanted = keys if isinstance(keys, pa.Array) else pa.array(list(keys), index.key_type)
-    wanted = pc.unique(wanted.cast(index.key_type)).drop_null()
+    column_type = value_type(reader.root.schema.field(column).type)
+    wanted = exact_keys(keys, column_type, index.key_type)
     entries = reader.point_entries(column, wanted)
     live = pa.table(
         {FILE_ID: pa.array(list(state.indexed), pa.int32()), FILE: pa.array(list(state.indexed.values()), pa.string())}
     )
     names = [KEY, FILE, ROW_GROUP] if reader.row_groups else [KEY, FILE]
     found = entries.join(live, FILE_ID, join_type="inner").select(names)
+    if not _keys_are_exact(column_type, index.key_type):
+        # A key stands for several column values (nanoseconds kept as microseconds): the
+        # files it names are candidates, and reading them keeps the pairs that hold.
+        candidates = sorted(set(found.column(FILE).to_pylist()))
+        found = scan_keys(candidates, column, wanted, open_files, reader.row_groups)
     if state.unindexed:
         found = pa.concat_tables([found, scan_keys(state.unindexed, column, wanted, open_files, reader.row_groups)])
     return found.sort_by([(KEY, "ascending"), (FILE, "ascending")])
+
+
+def exact_keys(keys: Iterable[KeyValue] | pa.Array, column_type: pa.DataType, key_type: pa.DataType) -> pa.Array:
+    """The distinct non-NULL ``keys`` some value of the column can equal, as index keys.
+
+    A key that changes when converted to the column's type and back (``1.5`` for an
+    integer column, a datetime past midnight for a date column, a string for a number)
+    equals no value: it is dropped rather than rounded into another key's pairs.
+    """
+    given = keys if isinstance(keys, pa.Array) else _array(list(keys), column_type)
+    if given.type != column_type:
+        try:
+            converted = given.cast(column_type, safe=False)
+            same = pc.fill_null(pc.equal(converted.cast(given.type, safe=False), given), False)
+            given = converted.filter(same)
+        except (pa.ArrowException, ValueError):  # some keys do not convert at all ('x' for a number)
+            given = pa.array([v for v in (_converted(k, column_type) for k in given) if v is not None], column_type)
+    return pc.unique(given.drop_null().cast(key_type, safe=False))
+
+
+def _converted(key: pa.Scalar, column_type: pa.DataType) -> object:
+    """One key as a value of the column's type, or None when it converts to no equal value."""
+    try:
+        converted = key.cast(column_type, safe=False)
+        return converted.as_py() if converted.cast(key.type, safe=False) == key else None
+    except (pa.ArrowException, ValueError):
+        return None
+
+
+def _array(keys: list, column_type: pa.DataType) -> pa.Array:
+    try:
+        return pa.array(keys)  # the keys' own types, so that conversion can be checked
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):  # mixed Python types: one by one
+        converted = (_converted(pa.scalar(key), column_type) for key in keys if key is not None)
+        return pa.array([value for value in converted if value is not None], column_type)
+
+
+def _keys_are_exact(column_type: pa.DataType, key_type: pa.DataType) -> bool:
+    return not (pa.types.is_timestamp(column_type) and column_type.unit == "ns")
 
 
 def scan_keys(
@@ -60,9 +105,10 @@ def scan_keys(
     dataset = open_files(paths)
     keys = keys.drop_null()
     parts = []
+    column_keys = keys.cast(value_type(dataset.schema.field(column).type))
     for fragment, path in zip(dataset.get_fragments(), paths, strict=True):
-        table = fragment.to_table(columns=[column], filter=pc.field(column).isin(keys), schema=dataset.schema)
-        held = pc.unique(table.column(column)).cast(keys.type)
+        table = fragment.to_table(columns=[column], filter=pc.field(column).isin(column_keys), schema=dataset.schema)
+        held = pc.unique(table.column(column)).cast(keys.type, safe=False)
         parts.append(pa.table({KEY: held, FILE: pa.array([path] * len(held), pa.string())}))
     schema = pa.schema([pa.field(KEY, keys.type), pa.field(FILE, pa.string())])
     scanned = pa.concat_tables(parts) if parts else schema.empty_table()

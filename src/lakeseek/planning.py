@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakeseek.cost import Cost, Estimate, LakeSize, chunks_for_share, estimate_files, human_size, key_share
-from lakeseek.expressions import And, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
+from lakeseek.expressions import And, ColumnComparison, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
+from lakeseek.expressions.arrow import like, like_tokens
 from lakeseek.expressions.binding import value_type
+from lakeseek.expressions.rounding import domain, float_bounds
 from lakeseek.format.index_file import FILE_ID, ROW_GROUP
 from lakeseek.format.root import ColumnIndex
 from lakeseek.format.values import KeyValue
@@ -142,9 +143,12 @@ class Planner:
 
     def _row_groups(self, locations: np.ndarray) -> dict[str, tuple[int, ...]]:
         """Per candidate file, its row groups that may match (locations are sorted)."""
+        if not len(locations):
+            # np.split of an empty array still yields one (empty) piece, for no file.
+            return {}
         ids = locations >> _FILE_SHIFT
         groups = locations & ((1 << _FILE_SHIFT) - 1)
-        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.empty(0, int)
+        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
         found = {}
         for file_id, chunk in zip(ids[starts].tolist(), np.split(groups, starts[1:]), strict=True):
             path = self.state.indexed.get(file_id)
@@ -183,15 +187,20 @@ class Planner:
         if isinstance(predicate, Constant):
             return _All() if predicate.value is True else _None()
         if isinstance(predicate, And):
-            return _Both(tuple(self._analyse(p) for p in _merged_ranges(_conjuncts(predicate))))
+            parts = _merged_ranges(_conjuncts(predicate), self._column_type)
+            return _Both(tuple(self._analyse(p) for p in parts))
         if isinstance(predicate, Or):
             return _Either((self._analyse(predicate.left), self._analyse(predicate.right)))
         if isinstance(predicate, Not):
             return self._not_served("NOT is not served by the index")
+        if isinstance(predicate, ColumnComparison):
+            return self._not_served(f"'{predicate.left}' {predicate.op} '{predicate.right}' compares two columns")
         column = next(iter(predicate.columns()))
         index = self.reader.root.columns.get(column)
         if index is None:
             return self._not_served(f"column '{column}' is not indexed")
+        if isinstance(predicate, Comparison) and not _exact(predicate, self._column_type(column)):
+            return self._float_range(index, predicate)
         if isinstance(predicate, Comparison) and predicate.op == "=":
             return self._points(index, [predicate.literal.value])
         if isinstance(predicate, In):
@@ -239,7 +248,22 @@ class Planner:
     def _like(self, index: ColumnIndex, pattern: str) -> _Lookup:
         prefix = like_prefix(pattern)
         key_range = KeyRange(prefix or None, _successor(prefix) if prefix else None, True, False)
-        return self._range(index, key_range, lambda keys: pc.match_like(keys, pattern))
+        return self._range(index, key_range, lambda keys: like(keys, pattern))
+
+    def _float_range(self, index: ColumnIndex, predicate: Comparison):
+        """A comparison made in another type than the column's: in floating point, the range
+        of column values it may keep; otherwise (see binding.compare) no lookup."""
+        column_type = self._column_type(index.name)
+        exact = domain(column_type)
+        if exact is None or not pa.types.is_floating(predicate.literal.type):
+            return self._not_served(f"'{index.name}' compared as {predicate.literal.type} is not served by the index")
+        bounds = float_bounds(predicate.op, predicate.literal.value, predicate.literal.type, exact)
+        if bounds.empty:
+            return _None()
+        if bounds.low is None and bounds.high is None:
+            return self._not_served(f"'{index.name}' {predicate.op} {predicate.literal.value} keeps every value")
+        widened = _Range(index.name, bounds.low, bounds.high)
+        return self._range(index, widened.key_range(column_type, index.key_type))
 
     def _estimate(self, node) -> Estimate:
         total = self.lake.files
@@ -375,12 +399,17 @@ def _conjuncts(predicate: Predicate) -> list[Predicate]:
     return [predicate]
 
 
-def _merged_ranges(parts: list[Predicate]) -> list[Predicate]:
+def _exact(comparison: Comparison, column_type: pa.DataType) -> bool:
+    """Whether the comparison is made in the column's own type (see lakeseek.expressions.binding)."""
+    return comparison.literal.type is None or comparison.literal.type == column_type
+
+
+def _merged_ranges(parts: list[Predicate], column_type: Callable[[str], pa.DataType]) -> list[Predicate]:
     """Range comparisons on one column folded into one range (one index read, not two)."""
     ranges: dict[str, _Range] = {}
     others = []
     for part in parts:
-        if isinstance(part, Comparison) and part.op in _RANGE_OPERATORS:
+        if isinstance(part, Comparison) and part.op in _RANGE_OPERATORS and _exact(part, column_type(part.column)):
             single = _Range.of(part)
             ranges[part.column] = ranges[part.column].merged(single) if part.column in ranges else single
         else:
@@ -389,14 +418,13 @@ def _merged_ranges(parts: list[Predicate]) -> list[Predicate]:
 
 
 def like_prefix(pattern: str) -> str:
-    """Literal text every string matching a LIKE ``pattern`` starts with.
-
-    It stops at the first wildcard, and at the first backslash: pyarrow's ``match_like``
-    (which filters the keys and the rows alike) reads a backslash as an escape in some
-    patterns and as itself in others, so the text after one is not known for sure.
-    """
-    cut = min((i for i, char in enumerate(pattern) if char in "%_\\"), default=len(pattern))
-    return pattern[:cut]
+    """Literal text every string matching a LIKE ``pattern`` starts with (escapes resolved)."""
+    prefix = []
+    for char, wildcard in like_tokens(pattern):
+        if wildcard:
+            break
+        prefix.append(char)
+    return "".join(prefix)
 
 
 def _successor(prefix: str) -> str | None:

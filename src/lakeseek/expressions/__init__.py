@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 
 class Predicate:
     """A boolean expression over one row."""
@@ -28,10 +30,14 @@ class Constant(Predicate):
 @dataclass(frozen=True)
 class Literal:
     """A SQL literal: ``kind`` is how it was written (int, decimal, float, string, hex,
-    bool, date, timestamp, null); ``value`` its Python value."""
+    bool, date, timestamp, timestamp_ntz, null; ``value`` once bound); ``value`` its Python
+    value (the text, for dates and timestamps); ``type`` its Spark type as an Arrow type
+    when the text fixes it (``10L``, ``0.1F``, ``1.5BD``) and, once bound, the type the
+    comparison is made in."""
 
     kind: str
     value: Any
+    type: pa.DataType | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,18 @@ class Comparison(Predicate):
 
     def columns(self) -> set[str]:
         return {self.column}
+
+
+@dataclass(frozen=True)
+class ColumnComparison(Predicate):
+    """``left <op> right`` between two columns: a row filter only, never an index lookup."""
+
+    op: str
+    left: str
+    right: str
+
+    def columns(self) -> set[str]:
+        return {self.left, self.right}
 
 
 @dataclass(frozen=True)
@@ -100,4 +118,17 @@ class Or(Predicate):
 
 FLIPPED = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
-__all__ = ["FLIPPED", "And", "Comparison", "Constant", "In", "IsNull", "Like", "Literal", "Not", "Or", "Predicate"]
+__all__ = [
+    "FLIPPED",
+    "And",
+    "ColumnComparison",
+    "Comparison",
+    "Constant",
+    "In",
+    "IsNull",
+    "Like",
+    "Literal",
+    "Not",
+    "Or",
+    "Predicate",
+]

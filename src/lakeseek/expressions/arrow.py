@@ -7,12 +7,14 @@ other number (so ``x > 1`` keeps NaN rows), which makes ``read`` agree with Spar
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeseek.expressions import And, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
+from lakeseek.expressions import And, ColumnComparison, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
 from lakeseek.expressions.binding import value_type
+from lakeseek.expressions.types import common_type
 
 _UNKNOWN = pc.scalar(pa.scalar(None, pa.bool_()))
 _OPERATORS = {
@@ -35,16 +37,22 @@ def to_arrow(predicate: Predicate, schema: pa.Schema) -> pc.Expression:
         return to_arrow(predicate.left, schema) | to_arrow(predicate.right, schema)
     if isinstance(predicate, Not):
         return ~to_arrow(predicate.operand, schema)
+    if isinstance(predicate, ColumnComparison):
+        return _column_comparison(predicate, schema)
     field = pc.field(predicate.column)
     if isinstance(predicate, IsNull):
         return field.is_null()
     if isinstance(predicate, Like):
-        return pc.match_like(field, predicate.pattern)
+        return like(field, predicate.pattern)
     column_type = value_type(schema.field(predicate.column).type)
     if isinstance(predicate, Comparison):
-        if pa.types.is_floating(column_type):
-            return _float_comparison(predicate.op, field, predicate.literal.value, column_type)
-        return _OPERATORS[predicate.op](field, pa.scalar(predicate.literal.value, type=column_type))
+        # The comparison's type (see lakeseek.expressions.types): the column is cast up to it.
+        compared = predicate.literal.type or column_type
+        if compared != column_type:
+            field = field.cast(compared, safe=False)  # to floating point: rounds as Spark's cast does
+        if pa.types.is_floating(compared):
+            return _float_comparison(predicate.op, field, predicate.literal.value, compared)
+        return _OPERATORS[predicate.op](field, pa.scalar(predicate.literal.value, type=compared))
     if isinstance(predicate, In):
         values = [lit.value for lit in predicate.literals]
         if pa.types.is_floating(column_type) and 0.0 in values:
@@ -53,6 +61,47 @@ def to_arrow(predicate: Predicate, schema: pa.Schema) -> pc.Expression:
         # is_in says FALSE for a NULL input; SQL says NULL, which NOT must keep NULL.
         return pc.if_else(field.is_null(), _UNKNOWN, members)
     raise TypeError(f"cannot convert {predicate!r}")
+
+
+def _column_comparison(predicate: ColumnComparison, schema: pa.Schema) -> pc.Expression:
+    left_type = value_type(schema.field(predicate.left).type)
+    right_type = value_type(schema.field(predicate.right).type)
+    compared = common_type(left_type, right_type)
+    left, right = pc.field(predicate.left), pc.field(predicate.right)
+    if compared != left_type:
+        left = left.cast(compared, safe=False)
+    if compared != right_type:
+        right = right.cast(compared, safe=False)
+    return _OPERATORS[predicate.op](left, right)
+
+
+def like(strings: pc.Expression | pa.Array | pa.ChunkedArray, pattern: str):
+    r"""Which ``strings`` match the SQL LIKE ``pattern`` (Spark's escapes ``\%``, ``\_``, ``\\``).
+
+    Through a regular expression, not pyarrow's ``match_like``, whose prefix, suffix and
+    substring shortcuts take escaped text literally.
+    """
+    return pc.match_substring_regex(strings, pattern=like_regex(pattern))
+
+
+def like_tokens(pattern: str) -> Iterator[tuple[str, bool]]:
+    """The pattern's characters, each with whether it is a wildcard (escapes resolved)."""
+    escaped = False
+    for char in pattern:
+        if not escaped and char == "\\":
+            escaped = True
+            continue
+        yield char, not escaped and char in "%_"
+        escaped = False
+
+
+def like_regex(pattern: str) -> str:
+    """An RE2 expression matching what the LIKE ``pattern`` matches (escapes were validated by the parser)."""
+    parts = [
+        (".*" if char == "%" else ".") if wildcard else char if char.isalnum() else f"\\x{{{ord(char):x}}}"
+        for char, wildcard in like_tokens(pattern)
+    ]
+    return "(?s)^" + "".join(parts) + "$"
 
 
 def _float_comparison(op: str, field: pc.Expression, value: float, column_type: pa.DataType) -> pc.Expression:

@@ -1,19 +1,46 @@
-"""Resolve a predicate against the lake's schema and coerce its literals to column types.
+"""Resolve a predicate against the lake's schema and type its literals as Spark does.
 
-A bound predicate names columns exactly as the schema does, and every literal holds a
-Python value of its column's type. Comparisons with NULL become ``Constant(None)``
-(SQL's unknown), so ``NOT (x = NULL)`` still matches nothing.
+A bound predicate names columns exactly as the schema does. Every comparison's literal
+holds the type the comparison is made in: the column's own type for exact comparisons
+(the literal rounded by operator), or a floating type the row filter casts the column to.
+Comparisons with NULL become ``Constant(None)`` (SQL's unknown), so ``NOT (x = NULL)``
+still matches nothing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_PREC as MAX_PRECISION
+from decimal import ROUND_HALF_UP, Context, Decimal
+from functools import reduce
 
 import pyarrow as pa
 
 from lakeseek.exceptions import PredicateTypeError, UnknownColumnError
-from lakeseek.expressions import And, Comparison, Constant, In, IsNull, Like, Literal, Not, Or, Predicate
+from lakeseek.expressions import (
+    And,
+    ColumnComparison,
+    Comparison,
+    Constant,
+    In,
+    IsNull,
+    Like,
+    Literal,
+    Not,
+    Or,
+    Predicate,
+)
+from lakeseek.expressions.rounding import domain, round_exact
+from lakeseek.expressions.types import (
+    MAX_DECIMAL_PRECISION,
+    common_type,
+    decimal_literal_type,
+    integer_literal_type,
+    is_text,
+    parse_date,
+    parse_timestamp,
+    string_as,
+)
 
 
 def bind(predicate: Predicate, schema: pa.Schema) -> Predicate:
@@ -25,27 +52,111 @@ def bind(predicate: Predicate, schema: pa.Schema) -> Predicate:
         return Or(bind(predicate.left, schema), bind(predicate.right, schema))
     if isinstance(predicate, Not):
         return Not(bind(predicate.operand, schema))
+    if isinstance(predicate, ColumnComparison):
+        return _bind_column_comparison(predicate, schema)
     field = resolve_column(predicate.columns().pop(), schema)
     if isinstance(predicate, IsNull):
         return IsNull(field.name)
     if isinstance(predicate, Like):
-        if not pa.types.is_string(value_type(field.type)) and not pa.types.is_large_string(value_type(field.type)):
+        if not is_text(value_type(field.type)):
             raise PredicateTypeError(f"LIKE needs a string column; '{field.name}' is {field.type}")
         return Like(field.name, predicate.pattern)
     if isinstance(predicate, Comparison):
         if predicate.literal.kind == "null":
             return Constant(None)
-        return Comparison(predicate.op, field.name, _bound(predicate.literal, field))
+        return compare(predicate.op, field, predicate.literal)
     if isinstance(predicate, In):
-        present = [lit for lit in predicate.literals if lit.kind != "null"]
-        bound: Predicate = Constant(None)
-        if present:
-            unique = tuple(dict.fromkeys(_bound(lit, field) for lit in present))
-            bound = In(field.name, unique)
-        if len(present) < len(predicate.literals):
-            bound = Or(bound, Constant(None)) if present else bound
-        return bound
+        return _bind_in(field, predicate.literals)
     raise TypeError(f"cannot bind {predicate!r}")
+
+
+def compare(op: str, field: pa.Field, literal: Literal, *, within: pa.DataType | None = None) -> Predicate:
+    """``field <op> literal`` bound as Spark compares it (see :mod:`lakeseek.expressions.types`).
+
+    Exact comparisons come out in the column's own type, the literal rounded by operator;
+    one that holds for no value (or every value) becomes a predicate that is FALSE (TRUE)
+    for every non-NULL value and NULL for NULL, so NOT keeps SQL's meaning. Comparisons in
+    floating point keep the literal in the floating type: the row filter casts the column.
+    ``within``: the type to compare in when more than this literal decides it (an IN list).
+    """
+    column_type = value_type(field.type)
+    value, literal_type = typed_literal(literal, within or column_type, field.name)
+    common = common_type(within or column_type, literal_type)
+    if common is None:
+        raise _mismatch(literal, column_type, field.name)
+    if pa.types.is_floating(common):
+        return Comparison(op, field.name, Literal("value", _as_float(value, common), common))
+    exact = domain(column_type)
+    if exact is None:  # strings, binary, booleans: compared as they are
+        return Comparison(op, field.name, Literal("value", value, common))
+    if pa.types.is_decimal(common) and _overflows(column_type, literal_type):
+        # Spark casts the literal to the column's decimal type when no decimal holds both.
+        value = value.quantize(Decimal(1).scaleb(-column_type.scale), rounding=ROUND_HALF_UP, context=_EXACT)
+    try:
+        rounded = round_exact(op, value, exact)
+    except (OverflowError, ValueError, pa.ArrowException):
+        # The rounded value has no Python form (a date past 9999): the row filter compares
+        # in the common type instead, and the index is not used for this comparison.
+        return Comparison(op, field.name, Literal("value", value, common))
+    if rounded.always is None:
+        return Comparison(rounded.op, field.name, Literal("value", rounded.value, column_type))
+    return for_every_value(field.name, rounded.always)
+
+
+_EXACT = Context(prec=MAX_PRECISION)
+
+
+def _overflows(column_type: pa.DataType, literal_type: pa.DataType) -> bool:
+    def digits(t: pa.DataType) -> tuple[int, int]:
+        return (t.precision - t.scale, t.scale) if pa.types.is_decimal(t) else (20, 0)
+
+    (column_int, column_scale), (literal_int, literal_scale) = digits(column_type), digits(literal_type)
+    return max(column_int, literal_int) + max(column_scale, literal_scale) > MAX_DECIMAL_PRECISION
+
+
+def for_every_value(column: str, outcome: bool) -> Predicate:
+    """A predicate that is ``outcome`` for every non-NULL value of ``column`` and NULL for NULL."""
+    if outcome:
+        return Or(Not(IsNull(column)), Constant(None))
+    return And(IsNull(column), Constant(None))
+
+
+def _bind_in(field: pa.Field, literals: tuple[Literal, ...]) -> Predicate:
+    """``IN`` as the OR of its equalities, all made in the common type of the column and
+    every member (Spark's rule: ``d IN (DATE .., TIMESTAMP ..)`` compares timestamps).
+    Exact members that can match become one In of column values, members compared in
+    floating point stay comparisons, NULL stays NULL."""
+    column_type = value_type(field.type)
+    within = column_type
+    for literal in literals:
+        if literal.kind != "null":
+            within = common_type(within, typed_literal(literal, column_type, field.name)[1])
+            if within is None:
+                raise _mismatch(literal, column_type, field.name)
+    members: list[object] = []
+    others: list[Predicate] = []
+    for literal in literals:
+        if literal.kind == "null":
+            others.append(Constant(None))
+            continue
+        bound = compare("=", field, literal, within=None if within == column_type else within)
+        if isinstance(bound, Comparison) and bound.literal.type == column_type:
+            members.append(bound.literal.value)
+        elif isinstance(bound, Comparison):
+            others.append(bound)
+    unique = tuple(Literal("value", value, column_type) for value in dict.fromkeys(members))
+    parts: list[Predicate] = [In(field.name, unique)] if unique else []
+    parts += list(dict.fromkeys(others))
+    return reduce(Or, parts) if parts else for_every_value(field.name, False)
+
+
+def _bind_column_comparison(predicate: ColumnComparison, schema: pa.Schema) -> Predicate:
+    left, right = resolve_column(predicate.left, schema), resolve_column(predicate.right, schema)
+    if common_type(value_type(left.type), value_type(right.type)) is None:
+        raise PredicateTypeError(
+            f"cannot compare column '{left.name}' ({left.type}) with column '{right.name}' ({right.type})"
+        )
+    return ColumnComparison(predicate.op, left.name, right.name)
 
 
 def resolve_column(name: str, schema: pa.Schema) -> pa.Field:
@@ -64,86 +175,47 @@ def value_type(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
 
 
-def _bound(literal: Literal, field: pa.Field) -> Literal:
-    return Literal("value", coerce(literal, value_type(field.type), field.name))
-
-
-def coerce(literal: Literal, arrow_type: pa.DataType, column: str) -> object:
-    """``literal`` as a Python value of ``arrow_type``, or PredicateTypeError."""
+def typed_literal(literal: Literal, column_type: pa.DataType, column: str) -> tuple[object, pa.DataType]:
+    """The literal's exact Python value and its Spark type, read for a column of ``column_type``
+    (a string literal is cast to the column's type, as Spark casts it)."""
     kind, value = literal.kind, literal.value
-
-    def mismatch(detail: str = "") -> PredicateTypeError:
-        shown = value.hex() if isinstance(value, bytes) else value
-        return PredicateTypeError(
-            f"column '{column}' is {arrow_type}; the {kind} literal {shown!r} does not fit it"
-            + (f" ({detail})" if detail else "")
-        )
-
-    if pa.types.is_integer(arrow_type):
-        if kind == "decimal" and value == value.to_integral_value():
-            value, kind = int(value), "int"
-        if kind != "int":
-            raise mismatch()
-        return _checked(value, arrow_type, mismatch)
-    if pa.types.is_floating(arrow_type):
-        if kind not in ("int", "decimal", "float"):
-            raise mismatch()
-        return float(value)
-    if pa.types.is_decimal(arrow_type):
-        if kind not in ("int", "decimal", "float"):
-            raise mismatch()
+    if kind == "int":
+        return value, literal.type or integer_literal_type(value)
+    if kind == "decimal":
+        return value, literal.type or decimal_literal_type(value)
+    if kind == "float":
+        return value, literal.type or pa.float64()
+    if kind == "bool":
+        return value, pa.bool_()
+    if kind == "hex":
+        return value, pa.binary()
+    if kind == "string":
         try:
-            number = Decimal(str(value))
-        except InvalidOperation as error:
-            raise mismatch() from error
-        return _checked(number, arrow_type, mismatch)
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        if kind != "string":
-            raise mismatch()
-        return value
-    if (
-        pa.types.is_binary(arrow_type)
-        or pa.types.is_large_binary(arrow_type)
-        or pa.types.is_fixed_size_binary(arrow_type)
-    ):
-        if kind == "hex":
-            return value
-        if kind == "string":
-            return value.encode("utf-8")
-        raise mismatch()
-    if pa.types.is_boolean(arrow_type):
-        if kind != "bool":
-            raise mismatch()
-        return value
-    if pa.types.is_date(arrow_type):
-        if kind not in ("date", "string"):
-            raise mismatch()
-        try:
-            return dt.date.fromisoformat(value.strip())
-        except ValueError as error:
-            raise mismatch("expected YYYY-MM-DD") from error
-    if pa.types.is_timestamp(arrow_type):
-        if kind not in ("timestamp", "date", "string"):
-            raise mismatch()
-        try:
-            moment = dt.datetime.fromisoformat(value.strip())
-        except ValueError as error:
-            raise mismatch("expected YYYY-MM-DD[ HH:MM:SS[.ffffff]][+HH:MM]") from error
-        if arrow_type.tz is not None:
-            # A literal without an offset is UTC (run Spark with spark.sql.session.timeZone=UTC to agree).
-            return (
-                moment.replace(tzinfo=dt.timezone.utc) if moment.tzinfo is None else moment.astimezone(dt.timezone.utc)
-            )
-        return (
-            moment.replace(tzinfo=None)
-            if moment.tzinfo is None
-            else moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        )
-    raise PredicateTypeError(f"column '{column}' has type {arrow_type}, which predicates cannot compare")
+            return string_as(value, column_type)
+        except PredicateTypeError as error:
+            raise PredicateTypeError(f"column '{column}' is {column_type}; {error}") from None
+    if kind == "date":
+        return parse_date(value), pa.date32()
+    if kind in ("timestamp", "timestamp_ntz"):
+        moment = parse_timestamp(value, zoned=kind == "timestamp")
+        zoned = pa.types.is_timestamp(column_type) and column_type.tz is not None
+        # Spark moves TIMESTAMP and TIMESTAMP_NTZ into each other in the session time zone
+        # (UTC for lakeseek): the wall clock is kept, in UTC.
+        if zoned and moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.timezone.utc)
+        elif not zoned and moment.tzinfo is not None:
+            moment = moment.replace(tzinfo=None)
+        return moment, pa.timestamp("us", tz="UTC" if kind == "timestamp" else None)
+    raise _mismatch(literal, column_type, column)
 
 
-def _checked(value: object, arrow_type: pa.DataType, mismatch) -> object:
-    try:
-        return pa.scalar(value, type=arrow_type).as_py()
-    except (pa.ArrowException, OverflowError, ValueError) as error:
-        raise mismatch("out of range") from error
+def _mismatch(literal: Literal, column_type: pa.DataType, column: str) -> PredicateTypeError:
+    shown = literal.value.hex() if isinstance(literal.value, bytes) else literal.value
+    return PredicateTypeError(
+        f"column '{column}' is {column_type}; the {literal.kind} literal {shown!r} does not fit it"
+    )
+
+
+def _as_float(value: object, float_type: pa.DataType) -> float:
+    number = float(value)  # correctly rounded from int, Decimal and float alike
+    return pa.scalar(number, pa.float64()).cast(float_type, safe=False).as_py()

@@ -9,8 +9,10 @@ same way lakeseek does.
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+import datetime as dt
+from decimal import Decimal
 
+import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
@@ -20,6 +22,7 @@ from lakeseek.exceptions import PredicateParseError, UnsupportedPredicateError
 from lakeseek.expressions import (
     FLIPPED,
     And,
+    ColumnComparison,
     Comparison,
     Constant,
     In,
@@ -30,6 +33,7 @@ from lakeseek.expressions import (
     Or,
     Predicate,
 )
+from lakeseek.expressions.types import exact_decimal, parse_date, parse_timestamp
 
 
 class LakeseekDialect(Spark):
@@ -81,10 +85,10 @@ def _convert(node: exp.Expr) -> Predicate:
         return Constant(bool(node.this))
     if isinstance(node, exp.Null):
         return Constant(None)
+    if _is_column(node):  # a bare boolean column
+        return Comparison("=", _column(node), Literal("bool", True))
     if isinstance(node, exp.Is):
-        if not isinstance(node.expression, exp.Null):
-            raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: only IS [NOT] NULL")
-        return IsNull(_column(node.this))
+        return _is(node)
     if isinstance(node, exp.In):
         if node.args.get("query") or node.args.get("unnest") or not node.expressions:
             raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: IN needs a list of literals")
@@ -101,18 +105,64 @@ def _convert(node: exp.Expr) -> Predicate:
         pattern = _literal(node.expression)
         if pattern.kind != "string":
             raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: LIKE needs a string pattern")
-        return Like(_column(node.this), pattern.value)
+        return Like(_column(node.this), _checked_like(pattern.value))
     if isinstance(node, exp.Escape):
         raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: LIKE ... ESCAPE")
+    if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
+        return _null_safe(node)
     op = _COMPARISONS.get(type(node))
     if op is not None:
         left, right = node.left, node.right
-        if isinstance(left, exp.Column) and not isinstance(right, exp.Column):
+        if _is_column(left) and _is_column(right):
+            return ColumnComparison(op, _column(left), _column(right))
+        if _is_column(left):
             return Comparison(op, _column(left), _literal(right))
-        if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
+        if _is_column(right):
             return Comparison(FLIPPED[op], _column(right), _literal(left))
-        raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: compare one column with one literal")
+        raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: compare a column with a literal")
     raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}")
+
+
+def _is(node: exp.Is) -> Predicate:
+    """``IS [NOT] NULL``, ``IS [NOT] TRUE | FALSE`` (never NULL themselves)."""
+    if isinstance(node.expression, exp.Null):
+        return IsNull(_column(node.this))
+    if isinstance(node.expression, exp.Boolean):
+        column = _column(node.this)
+        return And(Not(IsNull(column)), Comparison("=", column, Literal("bool", bool(node.expression.this))))
+    raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: only IS [NOT] NULL, TRUE or FALSE")
+
+
+def _null_safe(node: exp.Expr) -> Predicate:
+    """``a <=> v`` (``IS NOT DISTINCT FROM``) is never NULL; ``IS DISTINCT FROM`` is its negation."""
+    left, right = node.left, node.right
+    if not _is_column(left):
+        left, right = right, left
+    if not _is_column(left) or _is_column(right):
+        raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: compare a column with a literal")
+    column, literal = _column(left), _literal(right)
+    same = IsNull(column) if literal.kind == "null" else And(Not(IsNull(column)), Comparison("=", column, literal))
+    return same if isinstance(node, exp.NullSafeEQ) else Not(same)
+
+
+def _checked_like(pattern: str) -> str:
+    """The pattern, if its escapes are Spark's: a backslash before ``%``, ``_`` or a backslash."""
+    escaped = False
+    for char in pattern:
+        if escaped and char not in "%_\\":
+            raise PredicateParseError(
+                f"invalid LIKE pattern {pattern!r}: the escape character may not precede {char!r}"
+            )
+        escaped = not escaped and char == "\\"
+    if escaped:
+        raise PredicateParseError(f"invalid LIKE pattern {pattern!r}: it may not end with the escape character")
+    return pattern
+
+
+def _is_column(node: exp.Expr) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return isinstance(node, exp.Column)
 
 
 def _column(node: exp.Expr) -> str:
@@ -123,6 +173,22 @@ def _column(node: exp.Expr) -> str:
     if node.table:
         return f"{node.table}.{node.name}"
     return node.name
+
+
+_NUMERIC_TYPES = {
+    exp.DataType.Type.TINYINT: pa.int8(),
+    exp.DataType.Type.SMALLINT: pa.int16(),
+    exp.DataType.Type.INT: pa.int32(),
+    exp.DataType.Type.BIGINT: pa.int64(),
+    exp.DataType.Type.FLOAT: pa.float32(),
+    exp.DataType.Type.DOUBLE: pa.float64(),
+}
+_TIMESTAMP_KINDS = {
+    exp.DataType.Type.TIMESTAMP: "timestamp",
+    exp.DataType.Type.TIMESTAMPTZ: "timestamp",
+    exp.DataType.Type.TIMESTAMPLTZ: "timestamp",
+    exp.DataType.Type.TIMESTAMPNTZ: "timestamp_ntz",
+}
 
 
 def _literal(node: exp.Expr) -> Literal:
@@ -141,13 +207,12 @@ def _literal(node: exp.Expr) -> Literal:
         inner = _literal(node.this)
         if inner.kind not in ("int", "decimal", "float"):
             raise UnsupportedPredicateError(f"cannot negate {node.this.sql()!r}")
-        return Literal(inner.kind, -inner.value)
-    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
-        target = node.to.this
-        if target == exp.DataType.Type.DATE:
-            return Literal("date", node.this.this)
-        if target in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPNTZ):
-            return Literal("timestamp", node.this.this)
+        negated = inner.value.copy_negate() if isinstance(inner.value, Decimal) else -inner.value
+        return Literal(inner.kind, negated, inner.type)
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal | exp.Neg | exp.Paren):
+        return _typed(node)
+    if isinstance(node, exp.Add | exp.Sub):
+        return _date_arithmetic(node)
     if isinstance(node, exp.Literal):
         if node.is_string:
             return Literal("string", node.this)
@@ -155,12 +220,80 @@ def _literal(node: exp.Expr) -> Literal:
     raise UnsupportedPredicateError(f"expected a literal, found {node.sql()!r}")
 
 
+def _typed(node: exp.Cast) -> Literal:
+    """``DATE '..'``, ``TIMESTAMP '..'``, and numbers with a type (``10L``, ``0.1F``, ``1.5BD``, CAST)."""
+    target = node.to.this
+    inner = _literal(node.this)
+    if target == exp.DataType.Type.DATE and inner.kind == "string":
+        return Literal("date", inner.value)
+    if target in _TIMESTAMP_KINDS and inner.kind == "string":
+        return Literal(_TIMESTAMP_KINDS[target], inner.value)
+    arrow_type = _NUMERIC_TYPES.get(target)
+    if arrow_type is not None and pa.types.is_floating(arrow_type) and inner.kind == "string":
+        try:  # CAST('NaN' AS DOUBLE), CAST('-Infinity' AS FLOAT)
+            return _float(float(inner.value.strip()), arrow_type)
+        except ValueError as error:
+            raise PredicateParseError(f"malformed number {inner.value!r}") from error
+    number = _number(inner.value.strip()) if inner.kind == "string" else inner
+    if number.kind not in ("int", "decimal", "float"):
+        raise UnsupportedPredicateError(f"unsupported literal {node.sql()!r}")
+    if arrow_type is not None:
+        if pa.types.is_floating(arrow_type):
+            return _float(float(number.value), arrow_type)
+        if number.kind != "int":
+            raise UnsupportedPredicateError(f"unsupported literal {node.sql()!r}")
+        try:
+            pa.scalar(number.value, arrow_type)
+        except (pa.ArrowException, OverflowError) as error:
+            raise PredicateParseError(f"the literal {node.sql()!r} is out of the range of {arrow_type}") from error
+        return Literal("int", number.value, arrow_type)
+    if target == exp.DataType.Type.DECIMAL and number.kind in ("int", "decimal"):
+        return Literal("decimal", exact_decimal(str(number.value)))
+    raise UnsupportedPredicateError(f"unsupported literal {node.sql()!r}")
+
+
+def _float(value: float, arrow_type: pa.DataType) -> Literal:
+    """A FLOAT or DOUBLE literal, rounded to its type (``0.1F`` is 0.100000001490116...)."""
+    return Literal("float", pa.scalar(value, pa.float64()).cast(arrow_type, safe=False).as_py(), arrow_type)
+
+
+_INTERVAL_UNITS = {"DAY": "days", "DAYS": "days", "WEEK": "weeks", "WEEKS": "weeks", "HOUR": "hours"}
+_INTERVAL_UNITS |= {"HOURS": "hours", "MINUTE": "minutes", "MINUTES": "minutes", "SECOND": "seconds"}
+_INTERVAL_UNITS |= {"SECONDS": "seconds"}
+
+
+def _date_arithmetic(node: exp.Add | exp.Sub) -> Literal:
+    """A date or timestamp literal plus or minus an ``INTERVAL n unit``, folded to a literal."""
+    base, interval = node.this, node.expression
+    if isinstance(base, exp.Interval) and isinstance(node, exp.Add):
+        base, interval = interval, base
+    start = _literal(base)
+    if start.kind not in ("date", "timestamp", "timestamp_ntz") or not isinstance(interval, exp.Interval):
+        raise UnsupportedPredicateError(f"expected a literal, found {node.sql()!r}")
+    unit = str(interval.unit.this if interval.unit else "").upper()
+    amount = _literal(interval.this)
+    if amount.kind == "string":
+        amount = _number(amount.value.strip())
+    if amount.kind != "int" or unit not in _INTERVAL_UNITS:
+        raise UnsupportedPredicateError(f"unsupported interval {interval.sql()!r}: use INTERVAL n DAY|WEEK|HOUR|...")
+    delta = dt.timedelta(**{_INTERVAL_UNITS[unit]: amount.value})
+    delta = -delta if isinstance(node, exp.Sub) else delta
+    if start.kind == "date" and delta % dt.timedelta(days=1) == dt.timedelta(0):
+        return Literal("date", (parse_date(start.value) + delta).isoformat())
+    moment = parse_timestamp(start.value, zoned=start.kind == "timestamp")
+    kind = "timestamp_ntz" if start.kind == "timestamp_ntz" else "timestamp"
+    return Literal(kind, (moment + delta).isoformat(sep=" "))
+
+
 def _number(text: str) -> Literal:
-    try:
-        if any(c in text for c in "eE"):
+    if any(c in text for c in "eE"):
+        try:
             return Literal("float", float(text))
-        if "." in text:
-            return Literal("decimal", Decimal(text))
+        except ValueError as error:
+            raise PredicateParseError(f"malformed number {text!r}") from error
+    if "." in text:
+        return Literal("decimal", exact_decimal(text))
+    try:
         return Literal("int", int(text))
-    except (ValueError, InvalidOperation) as error:
+    except ValueError as error:
         raise PredicateParseError(f"malformed number {text!r}") from error

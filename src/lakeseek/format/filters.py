@@ -3,7 +3,8 @@
 Each delta index file also carries its bloom filter in its footer, but a cold lookup would
 then read one footer per delta segment just to learn that most cannot hold the value.
 This file gathers them (``path``, ``bloom``), so a cold lookup reads it once and then only
-the deltas whose filter matches. A commit that changes the deltas writes a new one.
+the deltas whose filter matches. A commit that changes the deltas writes a new one, named
+after its checksum and size (:mod:`lakeseek.format.sealed`), which binds it to its root.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format.bloom import BloomFilter
+from lakeseek.format.sealed import check_sealed, sealed_name
 from lakeseek.io import Storage
 
 SCHEMA = pa.schema([pa.field("path", pa.string(), nullable=False), pa.field("bloom", pa.binary(), nullable=False)])
+FILTERS_DIR = "filters"
 
 
 @dataclass(frozen=True)
@@ -33,13 +36,15 @@ class FiltersRef:
         return None if raw is None else cls(str(raw["path"]), int(raw["size"]))
 
 
-def write_filters(storage: Storage, path: str, blooms: dict[str, bytes]) -> int:
+def write_filters(storage: Storage, index_dir: str, operation_id: str, blooms: dict[str, bytes]) -> FiltersRef:
+    """Write the filters of the index at ``index_dir``; the reference holds the path relative to it."""
     table = pa.table([list(blooms), list(blooms.values())], schema=SCHEMA)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd", write_page_checksum=True)
     data = sink.getvalue().to_pybytes()
-    storage.write(path, data)
-    return len(data)
+    path = f"{FILTERS_DIR}/{sealed_name(operation_id, data)}"
+    storage.write(f"{index_dir}/{path}", data)
+    return FiltersRef(path, len(data))
 
 
 def read_filter_bytes(storage: Storage, path: str) -> dict[str, bytes]:
@@ -47,6 +52,7 @@ def read_filter_bytes(storage: Storage, path: str) -> dict[str, bytes]:
         data = storage.read(path)
     except FileNotFoundError as error:
         raise IndexCorruptError(f"delta filter file {path} is missing") from error
+    check_sealed(path, data, "delta filter file")
     try:
         table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True).cast(SCHEMA)
     except (pa.ArrowException, ValueError) as error:

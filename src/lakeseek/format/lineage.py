@@ -1,8 +1,13 @@
 """Lineage: the data files an index covers, as a Parquet manifest.
 
 One row per indexed file: ``file_id`` (what index entries point at), the file's path
-relative to the lake root, and the ``size`` and ``mtime_ns`` it had when indexed. A file
-whose size or modification time differs now is treated as not indexed.
+relative to the lake root, and the stamp it had when indexed: ``size``, ``mtime_ns`` and
+``version`` (the storage's token of its content, see ``lakeseek.io.Stamp``). A file
+whose stamp differs now is treated as not indexed. ``version`` is NULL for files recorded
+before format 3, which kept no token: such a file never matches, so it counts as changed.
+
+A manifest is named after its checksum and size (:mod:`lakeseek.format.sealed`), which
+binds it to the root that names it.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
+from lakeseek.format.sealed import check_sealed, is_sealed, sealed_name
 from lakeseek.io import Storage
 
 SCHEMA = pa.schema(
@@ -21,18 +27,22 @@ SCHEMA = pa.schema(
         pa.field("path", pa.string(), nullable=False),
         pa.field("size", pa.int64(), nullable=False),
         pa.field("mtime_ns", pa.int64(), nullable=False),
+        pa.field("version", pa.string(), nullable=True),
     ]
 )
+LINEAGE_DIR = "lineage"
 
 
 @dataclass(frozen=True)
 class Lineage:
-    """Indexed files by id: ``paths[i]``, ``sizes[i]``, ``mtimes[i]`` belong to file id ``ids[i]``."""
+    """Indexed files by id: ``paths[i]``, ``sizes[i]``, ``mtimes[i]``, ``versions[i]`` belong
+    to file id ``ids[i]``."""
 
     ids: list[int]
     paths: list[str]
     sizes: list[int]
     mtimes: list[int]
+    versions: list[str | None]  # None: not recorded (format 2), never matches the lake's
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -44,6 +54,7 @@ class Lineage:
             [x for p in parts for x in p.paths],
             [x for p in parts for x in p.sizes],
             [x for p in parts for x in p.mtimes],
+            [x for p in parts for x in p.versions],
         )
 
     def without(self, removed: frozenset[int]) -> Lineage:
@@ -55,29 +66,41 @@ class Lineage:
             [self.paths[n] for n in keep],
             [self.sizes[n] for n in keep],
             [self.mtimes[n] for n in keep],
+            [self.versions[n] for n in keep],
         )
 
     def to_table(self) -> pa.Table:
-        return pa.table([self.ids, self.paths, self.sizes, self.mtimes], schema=SCHEMA)
+        return pa.table([self.ids, self.paths, self.sizes, self.mtimes, self.versions], schema=SCHEMA)
 
 
-def write_lineage(storage: Storage, path: str, lineage: Lineage) -> int:
+def write_lineage(storage: Storage, index_dir: str, operation_id: str, lineage: Lineage) -> tuple[str, int]:
+    """Write ``lineage`` as a manifest of the index at ``index_dir``; returns its path
+    relative to ``index_dir`` (which binds its checksum and size) and its size."""
     sink = pa.BufferOutputStream()
     pq.write_table(lineage.to_table(), sink, compression="zstd", write_page_checksum=True)
     data = sink.getvalue().to_pybytes()
-    storage.write(path, data)
-    return len(data)
+    path = f"{LINEAGE_DIR}/{sealed_name(operation_id, data)}"
+    storage.write(f"{index_dir}/{path}", data)
+    return path, len(data)
 
 
 def read_lineage(storage: Storage, path: str) -> Lineage:
+    """The manifest at ``path``, checked against the checksum and size its name binds."""
     try:
         data = storage.read(path)
     except FileNotFoundError as error:
         raise IndexCorruptError(f"lineage file {path} is missing") from error
+    check_sealed(path, data, "lineage file")
     try:
         table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
+        if "version" not in table.schema.names:  # a format 2 manifest: no version recorded
+            table = table.append_column("version", pa.nulls(table.num_rows, pa.string()))
         table = table.select(SCHEMA.names).cast(SCHEMA)
     except (pa.ArrowException, KeyError, ValueError) as error:
         raise IndexCorruptError(f"lineage file {path} is truncated or corrupt") from error
     columns = table.to_pydict()
-    return Lineage(columns["file_id"], columns["path"], columns["size"], columns["mtime_ns"])
+    versions = columns["version"]
+    if not is_sealed(path):
+        # Named before format 3: nothing binds it to its root, so it vouches for no file.
+        versions = [None] * len(versions)
+    return Lineage(columns["file_id"], columns["path"], columns["size"], columns["mtime_ns"], versions)

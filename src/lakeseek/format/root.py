@@ -20,7 +20,12 @@ from lakeseek.format.index_file import IndexFileInfo
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import KeyValue, sort_key
 
-FORMAT_VERSION = 2
+# 3: lineage records each file's version token (docs/freshness.md), and manifests and the
+# delta filter file are named after their checksum and size (format/sealed.py).
+FORMAT_VERSION = 3
+# Versions this lakeseek reads. A version 2 root recorded no version tokens: its files all
+# count as changed (every query reads them) until a refresh records them anew.
+READABLE_FORMAT_VERSIONS = (2, 3)
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,8 @@ class ColumnIndex:
 
 @dataclass(frozen=True)
 class LineagePart:
-    """Some indexed data files: inline in the root (no extra read), or a Parquet manifest."""
+    """Some indexed data files: inline in the root (no extra read), or a Parquet manifest
+    whose name binds its checksum and size (``size`` repeats the latter)."""
 
     files: int
     lake_bytes: int
@@ -109,6 +115,7 @@ class LineagePart:
                 "paths": self.inline.paths,
                 "sizes": self.inline.sizes,
                 "mtimes_ns": self.inline.mtimes,
+                "versions": self.inline.versions,
             }
         else:
             body["path"] = self.path
@@ -122,10 +129,14 @@ class LineagePart:
             lake_bytes=int(raw["lake_bytes"]),
             size=int(raw["size"]),
             path=raw.get("path"),
-            inline=None
-            if inline is None
-            else Lineage(list(inline["ids"]), list(inline["paths"]), list(inline["sizes"]), list(inline["mtimes_ns"])),
+            inline=None if inline is None else _inline_lineage(inline),
         )
+
+
+def _inline_lineage(raw: dict) -> Lineage:
+    ids = list(raw["ids"])
+    versions = raw.get("versions", [None] * len(ids))  # format 2 recorded none
+    return Lineage(ids, list(raw["paths"]), list(raw["sizes"]), list(raw["mtimes_ns"]), list(versions))
 
 
 @dataclass(frozen=True)
@@ -265,10 +276,10 @@ class Root:
     def from_json(cls, raw: dict) -> Root:
         if raw.get("format") != "lakeseek":
             raise IndexCorruptError("index log entry is not a lakeseek root")
-        if raw.get("format_version") != FORMAT_VERSION:
+        if raw.get("format_version") not in READABLE_FORMAT_VERSIONS:
             raise IndexFormatError(
                 f"index format version {raw.get('format_version')} is not supported by this "
-                f"lakeseek (it reads version {FORMAT_VERSION}); upgrade lakeseek"
+                f"lakeseek (it reads versions {', '.join(map(str, READABLE_FORMAT_VERSIONS))}); upgrade lakeseek"
             )
         try:
             return cls(

@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
@@ -15,11 +18,33 @@ from lakeseek.exceptions import LakeseekError
 
 @dataclass(frozen=True)
 class FileStatus:
-    """A file as the storage layer sees it: the identity used for freshness checks."""
+    """A file as the storage layer sees it."""
 
     path: str
     size: int
     mtime_ns: int
+
+
+class Stamp(NamedTuple):
+    """What identifies one content of a file, for freshness checks: when any part differs,
+    the file may hold other rows than when it was indexed.
+
+    ``version`` is the storage's own token of a content: on local (POSIX) storage the inode
+    number and the inode change time, which every write moves and which ``utime`` cannot set
+    back (so a rewrite that restores size and mtime, ``cp -p``, ``rsync -t`` or an extracted
+    tarball is still seen); an object store's ETag or generation once its backend supplies
+    it; "" where the storage offers none (then size and mtime are all there is). See
+    docs/freshness.md.
+    """
+
+    size: int
+    mtime_ns: int
+    version: str
+
+
+def local_version(status: os.stat_result) -> str:
+    """The version token of a local file: ``<inode>-<ctime in ns>``."""
+    return f"{status.st_ino}-{status.st_ctime_ns}"
 
 
 @dataclass
@@ -101,18 +126,63 @@ class Storage:
         self.stats.add_list()
         return self.fs.get_file_info(path).type == pafs.FileType.Directory
 
-    def list_tree(self, directory: str) -> list[pafs.FileInfo]:
-        """Every entry below ``directory`` (files and directories); an absent one lists as empty."""
-        infos = self.fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
-        self.stats.add_list()
-        return infos
-
     def list_files(self, directory: str, *, recursive: bool = True) -> list[FileStatus]:
         """Files below ``directory``; an absent directory lists as empty."""
         selector = pafs.FileSelector(directory, recursive=recursive, allow_not_found=True)
         infos = self.fs.get_file_info(selector)
         self.stats.add_list()
         return [FileStatus(i.path, i.size, i.mtime_ns or 0) for i in infos if i.type == pafs.FileType.File]
+
+    def walk_files(
+        self, directory: str, skip_dir: Callable[[str], bool], skip_file: Callable[[str], bool]
+    ) -> dict[str, Stamp]:
+        """Every file below ``directory`` by path relative to it, with its stamp, leaving out
+        files whose name ``skip_file`` accepts and directories whose name ``skip_dir``
+        accepts (they are not entered). An absent directory lists as empty.
+
+        Lists the lake on every query, so it costs one pass over the entries: on local
+        storage a ``scandir`` walk and one ``stat`` per file (pyarrow's listing makes the same
+        calls but drops the inode and ctime).
+        """
+        self.stats.add_list()
+        if not self.is_local:
+            return self._walk_remote(directory, skip_dir, skip_file)
+        try:
+            top = os.stat(directory)
+        except FileNotFoundError:
+            return {}
+        found = {}
+        # Each directory (as a prefix of relative paths: "" or "a/b/") with the (device, inode)
+        # of itself and of the directories above it: a symlink back to one of them would loop
+        # forever, so it is not entered.
+        pending = [("", frozenset([(top.st_dev, top.st_ino)]))]
+        while pending:
+            prefix, ancestors = pending.pop()
+            for name, info in _scan(f"{directory}/{prefix}"):
+                if stat.S_ISREG(info.st_mode):
+                    if not skip_file(name):
+                        found[prefix + name] = Stamp(info.st_size, info.st_mtime_ns, local_version(info))
+                elif stat.S_ISDIR(info.st_mode) and (info.st_dev, info.st_ino) not in ancestors and not skip_dir(name):
+                    pending.append((f"{prefix}{name}/", ancestors | {(info.st_dev, info.st_ino)}))
+        return found
+
+    def _walk_remote(
+        self, directory: str, skip_dir: Callable[[str], bool], skip_file: Callable[[str], bool]
+    ) -> dict[str, Stamp]:
+        # pyarrow's FileInfo carries no ETag or generation: size and mtime are all the stamp has.
+        infos = self.fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
+        skipped: dict[str, bool] = {}  # directory (relative) -> whether a directory on its path is skipped
+        found = {}
+        for info in infos:
+            if info.type != pafs.FileType.File:
+                continue
+            relative = info.path[len(directory) + 1 :]
+            parent, _, name = relative.rpartition("/")
+            if parent not in skipped:
+                skipped[parent] = any(skip_dir(part) for part in parent.split("/")) if parent else False
+            if not skipped[parent] and not skip_file(name):
+                found[relative] = Stamp(info.size, info.mtime_ns or 0, "")
+        return found
 
     def list_dirs(self, directory: str) -> list[str]:
         """Names of the directories directly in ``directory``; an absent one lists as empty."""
@@ -179,6 +249,39 @@ class Storage:
     def is_file(self, path: str) -> bool:
         self.stats.add_list()
         return self.fs.get_file_info(path).type == pafs.FileType.File
+
+
+# Where scandir takes an open directory, each entry's stat is relative to it (no lookup of
+# the whole path per file): about 15% off the listing every query makes.
+_SCAN_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
+
+
+def _scan(directory: str) -> list[tuple[str, os.stat_result]]:
+    """The entries of a local directory with their stats, symlinks followed (as pyarrow's
+    listing and Hadoop's do). Entries removed meanwhile, broken symlinks, and a directory
+    removed meanwhile list as nothing: their files are gone."""
+    try:
+        if not _SCAN_BY_FD:
+            with os.scandir(directory) as listing:
+                return _stats(listing)
+        handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with os.scandir(handle) as listing:
+                return _stats(listing)
+        finally:
+            os.close(handle)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _stats(listing: Iterator[os.DirEntry]) -> list[tuple[str, os.stat_result]]:
+    found = []
+    for entry in listing:
+        try:
+            found.append((entry.name, entry.stat()))
+        except FileNotFoundError:
+            continue
+    return found
 
 
 def _parent(path: str) -> str:

@@ -35,7 +35,7 @@ from lakeseek.exceptions import (
     OperationCancelledError,
     UnsupportedColumnError,
 )
-from lakeseek.format.filters import FiltersRef, read_filter_bytes, write_filters
+from lakeseek.format.filters import read_filter_bytes, write_filters
 from lakeseek.format.index_file import DEFAULT_CHUNK_ROWS, read_footer
 from lakeseek.format.lineage import Lineage, write_lineage
 from lakeseek.format.root import ACTIVE, DELETED, ColumnIndex, IndexConfig, LineagePart, LineageSet, Root, Segment
@@ -224,9 +224,7 @@ def _refresh(op: _Operation, base: Root, mode: str, runner: Callable[[], Runner]
         else:
             ids.append(next_id)
             next_id += 1
-    changed = Lineage(
-        ids, state.unindexed, [files[p][0] for p in state.unindexed], [files[p][1] for p in state.unindexed]
-    )
+    changed = _stamped(ids, state.unindexed, files)
     inline_budget = base.lineage.inline_files - base.lineage.pending_files
     part = op.lineage_part(changed, inline_budget) if len(changed) else None
     segments: dict[str, Segment] = {}
@@ -530,17 +528,14 @@ class _Operation:
             footer = read_footer(storage, f"{index_dir}/{path}", info, column.key_type)
             if footer.bloom is not None:
                 blooms[path] = footer.bloom.to_bytes()
-        path = f"filters/{self.id}-{uuid.uuid4().hex[:8]}.parquet"
-        size = write_filters(storage, f"{index_dir}/{path}", blooms)
-        return dataclasses.replace(root, delta_filters=FiltersRef(path, size))
+        return dataclasses.replace(root, delta_filters=write_filters(storage, index_dir, self.id, blooms))
 
     def lineage_part(self, lineage: Lineage, inline_files: int) -> LineagePart:
         """A lineage part: inline while the root's inline lineage stays small, else a manifest."""
         lake_bytes = sum(lineage.sizes)
         if inline_files + len(lineage) <= INLINE_LINEAGE_MAX_FILES:
             return LineagePart(len(lineage), lake_bytes, 0, inline=lineage)
-        path = f"lineage/{self.id}-{uuid.uuid4().hex[:8]}.parquet"
-        size = write_lineage(self.location.storage, f"{self.location.index_dir}/{path}", lineage)
+        path, size = write_lineage(self.location.storage, self.location.index_dir, self.id, lineage)
         return LineagePart(len(lineage), lake_bytes, size, path=path)
 
     def index_job(self, base: Root, runner: Runner) -> IndexJob:
@@ -666,11 +661,18 @@ def _lake_files(location: Location) -> dict[str, Stamp]:
 
 
 def _numbered(files: dict[str, Stamp], first_id: int) -> Lineage:
+    return _stamped(list(range(first_id, first_id + len(files))), list(files), files)
+
+
+def _stamped(ids: list[int], paths: list[str], files: dict[str, Stamp]) -> Lineage:
+    """The lineage of ``paths`` (numbered ``ids``) with the stamps the lake listing gave them."""
+    stamps = [files[path] for path in paths]
     return Lineage(
-        ids=list(range(first_id, first_id + len(files))),
-        paths=list(files),
-        sizes=[size for size, _ in files.values()],
-        mtimes=[mtime for _, mtime in files.values()],
+        ids=ids,
+        paths=paths,
+        sizes=[stamp.size for stamp in stamps],
+        mtimes=[stamp.mtime_ns for stamp in stamps],
+        versions=[stamp.version for stamp in stamps],
     )
 
 

@@ -20,6 +20,10 @@ to drop files, and by pyarrow to drop rows early (cheap, and Parquet statistics 
 groups). Both steps only ever drop rows that fail a filter Spark applies anyway, so the
 answer is ``spark.read.parquet(PATH).where(...)``'s, however stale the index (new files
 are read, removed ones skipped: see :mod:`lakeseek.planning`).
+
+Under Spark up to 4.3 at least, though, a reader's pushed filters do not belong to one
+scan (see :class:`LakeseekReader`): the readers Spark makes read every file and row,
+and Spark applies every filter itself.
 """
 
 from __future__ import annotations
@@ -132,10 +136,14 @@ def register(spark: SparkSession, name: str = FORMAT) -> None:
 
 # -- the data source ---------------------------------------------------------------------------
 class LakeseekDataSource(DataSource):
-    """Reads a lake like ``spark.read.parquet(path)``, but only the files its index says
-    may hold matching rows. Options: ``path``, ``index``, ``name`` (see the module doc)."""
+    """Reads a lake like ``spark.read.parquet(path)``; where its readers narrow (see
+    :class:`LakeseekReader`), only the files its index says may hold matching rows.
+    Options: ``path``, ``index``, ``name`` (see the module doc)."""
 
     defaults: ScanSettings | None = None  # set by register(); else ScanSettings()
+    # Whether readers narrow their scan to the filters pushed to them: never under Spark's
+    # planning worker, which does not keep a reader's read for its own scan (see LakeseekReader).
+    narrow_to_pushed_filters: bool = False
 
     @classmethod
     def name(cls) -> str:
@@ -155,7 +163,8 @@ class LakeseekDataSource(DataSource):
     def reader(self, schema: StructType) -> LakeseekReader:
         # A table's options (from its schema) first, so options given with the query win.
         options = {key.lower(): value for key, value in [*source_options(schema).items(), *self.options.items()]}
-        return LakeseekReader(options, schema, (self.defaults or ScanSettings()).with_options(options))
+        settings = (self.defaults or ScanSettings()).with_options(options)
+        return LakeseekReader(options, schema, settings, narrow_to_pushed_filters=self.narrow_to_pushed_filters)
 
 
 def open_source_index(options: Mapping[str, str]) -> Index:
@@ -277,10 +286,6 @@ def to_predicate(spark_filter: spark_filters.Filter, schema: pa.Schema) -> Predi
         # An empty IN list is FALSE even for NULL in Spark, unlike lakeseek's IN: not pushed.
         return None if not literals or None in literals else In(column, tuple(literals))
     if isinstance(spark_filter, _STRING_MATCHES):
-        if "\\" in spark_filter.value:
-            # pyarrow's match_like takes the text of a prefix, suffix or substring pattern
-            # as is, without unescaping: the pattern a\\b% misses the value a\b (pyarrow 26).
-            return None
         text = _like_escape(spark_filter.value)
         if isinstance(spark_filter, spark_filters.StringStartsWith):
             return Like(column, text + "%")
@@ -294,15 +299,15 @@ _STRING_MATCHES = (spark_filters.StringStartsWith, spark_filters.StringEndsWith,
 
 
 def _like_escape(text: str) -> str:
-    """``text`` as a LIKE pattern matching itself (pyarrow's match_like escapes with ``\\``)."""
+    """``text`` as a LIKE pattern matching itself (see lakeseek.expressions.arrow.like)."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def spark_literal(value: Any, column_type: pa.DataType) -> Literal | None:
     """A pushed filter's Python value as a lakeseek literal for a column of ``column_type``.
 
-    The kinds are the ones :func:`lakeseek.expressions.binding.coerce` turns into values of
-    the column's type; None when the pair is not one to push (see :func:`to_predicate`).
+    The kinds are the ones :func:`lakeseek.expressions.binding.typed_literal` reads; None
+    when the pair is not one to push (see :func:`to_predicate`).
     """
     t = column_type
     if value is None:
@@ -336,27 +341,6 @@ def spark_literal(value: Any, column_type: pa.DataType) -> Literal | None:
     return None
 
 
-def is_exact(predicate: Predicate, schema: pa.Schema) -> bool:
-    """Whether every literal of a bound predicate survives conversion to its column's Arrow
-    type unchanged (pyarrow silently truncates a microsecond literal for a millisecond
-    column, which would make ``ts < x`` drop rows Spark keeps)."""
-    if isinstance(predicate, And | Or):
-        return is_exact(predicate.left, schema) and is_exact(predicate.right, schema)
-    if isinstance(predicate, Not):
-        return is_exact(predicate.operand, schema)
-    if isinstance(predicate, Comparison):
-        values = [predicate.literal.value]
-    elif isinstance(predicate, In):
-        values = [literal.value for literal in predicate.literals]
-    else:
-        return True
-    column_type = value_type(schema.field(predicate.column).type)
-    try:
-        return all(pa.scalar(value, type=column_type).as_py() == value for value in values)
-    except (pa.ArrowException, ValueError, TypeError, OverflowError):
-        return False
-
-
 @dataclass(frozen=True)
 class Pushed:
     """A Spark filter lakeseek can use: unbound (for the index's planner) and bound (for pyarrow)."""
@@ -376,8 +360,6 @@ def usable(spark_filter: spark_filters.Filter, schema: pa.Schema) -> Pushed | No
         to_arrow(bound, schema)  # fails now rather than on an executor
     except (LakeseekError, pa.ArrowException, TypeError, ValueError) as error:
         log.debug("filter %s not used by lakeseek: %s", spark_filter, error)
-        return None
-    if not is_exact(bound, schema):
         return None
     return Pushed(spark_filter, predicate, bound)
 
@@ -414,12 +396,36 @@ class LakeseekPartition(InputPartition):
 class LakeseekReader(DataSourceReader):
     """Plans a scan with the index (on the driver's planning worker) and reads its files with
     pyarrow (on executors). Spark pickles the reader after ``pushFilters``, before
-    ``partitions``, for the read function: the open index is left out of the pickle."""
+    ``partitions``, for the read function: the open index is left out of the pickle.
 
-    def __init__(self, options: Mapping[str, str], schema: StructType, settings: ScanSettings) -> None:
+    Spark's planning worker makes a fresh reader for each scan it plans, but Spark (4.1 to
+    4.3 at least) keeps the read it plans (the partitions, and the read function pickled
+    with this reader) on the relation's data source, not on the scan
+    (``PythonScanBuilder.pushFilters`` calls ``PythonDataSourceV2.setReadInfo``), and every
+    scan of that relation reads with the last read stored. A later query on the same
+    DataFrame, view or table reference with no filter to push (a bare ``count()``) never
+    reaches Python and reads with an earlier query's read; the scans of one query (a
+    self-union, an ``IN`` subquery, a self-join) all read with the last one planned. No
+    state in Python is per scan, so a reader that dropped files or rows by its own pushed
+    filters would answer other scans with them. By default a reader therefore reads every
+    file and every row, and Spark applies every filter: ``spark.read.parquet``'s answer.
+    ``narrow_to_pushed_filters`` is for a caller that plans one scan per reader: the index
+    then picks its files and pyarrow drops rows early, by the filters of its last
+    ``pushFilters``.
+    """
+
+    def __init__(
+        self,
+        options: Mapping[str, str],
+        schema: StructType,
+        settings: ScanSettings,
+        *,
+        narrow_to_pushed_filters: bool = False,
+    ) -> None:
         self.options = dict(options)
         self.schema = schema
         self.settings = settings
+        self.narrow_to_pushed_filters = narrow_to_pushed_filters
         self._index: Index | None = open_source_index(options)
         self.arrow_schema: pa.Schema = self._index.schema
         self.pushed: list[Pushed] = []
@@ -439,11 +445,10 @@ class LakeseekReader(DataSourceReader):
         return self._index
 
     def pushFilters(self, filters: list[spark_filters.Filter]) -> list[spark_filters.Filter]:
-        """Keep the filters lakeseek can evaluate, and give every filter back to Spark."""
-        for spark_filter in filters:
-            pushed = usable(spark_filter, self.arrow_schema)
-            if pushed is not None:
-                self.pushed.append(pushed)
+        """Give every filter back to Spark; a narrowing reader keeps the ones lakeseek can evaluate."""
+        # Replaced, not added to: they are the filters of the scan planned next.
+        candidates = [usable(f, self.arrow_schema) for f in filters] if self.narrow_to_pushed_filters else []
+        self.pushed = [pushed for pushed in candidates if pushed is not None]
         self.spec = self._spec()
         # All of them: Spark re-checks every row, so the result is exactly a Parquet scan's.
         return list(filters)
@@ -452,7 +457,9 @@ class LakeseekReader(DataSourceReader):
         """The candidate files, packed by size as Spark packs a Parquet scan's files."""
         chosen = self.index_plan()
         sizes = self._file_sizes()
-        files = [(path, sizes.get(path, 0)) for path in chosen.files]
+        listed = [(path, sizes.get(path)) for path in chosen.files]
+        # Spark's file scans skip 0-byte files (no Parquet footer to read): so does this one.
+        files = [(path, size or 0) for path, size in listed if size != 0]
         return [
             LakeseekPartition(
                 tuple(group),
@@ -581,7 +588,6 @@ __all__ = [
     "LakeseekReader",
     "ScanSettings",
     "ScanSpec",
-    "is_exact",
     "pack",
     "parse_bytes",
     "plan_scan",

@@ -9,6 +9,7 @@ exact, as :meth:`lakeseek.Index.locate`'s.
 from __future__ import annotations
 
 import functools
+import re
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -21,6 +22,20 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from lakeseek.index import Index
+
+
+_GLOB_METACHARACTERS = re.compile(r"([\\{}\[\]*?])")
+
+
+def literal_path(uri: str) -> str:
+    """``uri`` as a path that ``spark.read.parquet`` reads as itself.
+
+    Spark expands Hadoop glob patterns in the paths it is given (``*``, ``?``, ``[...]``,
+    ``{a,b}``), so the file ``part-[1].parquet`` would name ``part-1.parquet``. A backslash
+    makes Hadoop's glob take the next character as itself (and the match found is the path
+    unescaped, so partition discovery and ``basePath`` see the real path).
+    """
+    return _GLOB_METACHARACTERS.sub(r"\\\1", uri)
 
 
 def locate_spark(index: Index, keys: DataFrame, column: str, key_column: str | None = None) -> DataFrame:
@@ -46,7 +61,7 @@ def locate_spark(index: Index, keys: DataFrame, column: str, key_column: str | N
     if index.root.state == DELETED:
         uris, unindexed = [], list(state.files)  # a deleted index is not used: every file is read
     if uris and len(lineage):
-        entries = spark.read.parquet(*uris).select(KEY, FILE_ID)
+        entries = spark.read.parquet(*[literal_path(uri) for uri in uris]).select(KEY, FILE_ID)
         typed = wanted.select(F.col(KEY).cast(entries.schema[KEY].dataType).alias(KEY))
         live = spark.createDataFrame(lineage)
         # distinct: with row-group precision a key has one entry per row group of a file.
@@ -54,7 +69,7 @@ def locate_spark(index: Index, keys: DataFrame, column: str, key_column: str | N
     base = storage.uri(index.lake_root)
     for path in unindexed:
         uri = storage.uri(f"{index.lake_root}/{path}")
-        rows = spark.read.option("basePath", base).schema(index.spark_schema()).parquet(uri)
+        rows = spark.read.option("basePath", base).schema(index.spark_schema()).parquet(literal_path(uri))
         held = rows.select(F.col(column).alias(KEY)).distinct().join(wanted, KEY).withColumn(FILE, F.lit(uri))
         parts.append(held)
     if not parts:

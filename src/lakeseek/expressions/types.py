@@ -1,0 +1,245 @@
+"""Spark SQL's typing of literals and comparisons (ANSI, as Spark 4's default).
+
+A comparison ``column <op> literal`` is evaluated in the *common type* of the two sides,
+as Spark promotes them: ``int_col = 114.5`` compares exact decimals (never true),
+``f32 = 0.1E0`` compares doubles (0.1f is not 0.1), ``date_col < TIMESTAMP '... 12:00'``
+compares timestamps, and a string literal is cast to the column's type with Spark's own
+(strict) parsing. :func:`common_type` picks that type and :func:`literal_value` gives
+the literal's exact value in it; the row filter casts the column up to it, and the index
+rounds the literal back down to the column by operator (:mod:`lakeseek.expressions.bounds`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+import pyarrow as pa
+
+from lakeseek.exceptions import PredicateParseError, PredicateTypeError
+
+MAX_DECIMAL_PRECISION = 38
+# Integer types as exact decimals: Spark's precision for each (a long is decimal(20, 0)).
+_INTEGER_PRECISION = {8: 3, 16: 5, 32: 10, 64: 20}
+
+
+def integer_literal_type(value: int) -> pa.DataType:
+    """Spark's type for an unsuffixed integer literal: INT, then BIGINT, then DECIMAL(n, 0)."""
+    if -(2**31) <= value < 2**31:
+        return pa.int32()
+    if -(2**63) <= value < 2**63:
+        return pa.int64()
+    digits = len(str(abs(value)))
+    if digits > MAX_DECIMAL_PRECISION:
+        raise PredicateParseError(f"the integer literal {value} has more than {MAX_DECIMAL_PRECISION} digits")
+    return pa.decimal128(digits, 0)
+
+
+def decimal_literal_type(value: Decimal) -> pa.DataType:
+    """Spark's DECIMAL(p, s) for a decimal literal such as ``1.50`` (p=3, s=2)."""
+    _, digits, exponent = value.as_tuple()
+    scale = max(0, -int(exponent))
+    precision = max(len(digits) + max(0, int(exponent)), scale, 1)
+    if precision > MAX_DECIMAL_PRECISION:
+        raise PredicateParseError(f"the decimal literal {value} has more than {MAX_DECIMAL_PRECISION} digits")
+    return pa.decimal128(precision, scale)
+
+
+def _integer_as_decimal(arrow_type: pa.DataType) -> pa.DataType:
+    return pa.decimal128(_INTEGER_PRECISION[arrow_type.bit_width], 0)
+
+
+def _wider_integer(left: pa.DataType, right: pa.DataType) -> pa.DataType:
+    signed = [t for t in (left, right) if pa.types.is_signed_integer(t)]
+    unsigned = [t for t in (left, right) if pa.types.is_unsigned_integer(t)]
+    if not unsigned:
+        return max(left, right, key=lambda t: t.bit_width)
+    widest_unsigned = max(t.bit_width for t in unsigned)
+    if not signed:
+        return max(left, right, key=lambda t: t.bit_width)
+    needed = max(widest_unsigned * 2, *(t.bit_width for t in signed))
+    return {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}.get(needed, pa.decimal128(20, 0))
+
+
+def _wider_decimal(left: pa.DataType, right: pa.DataType) -> pa.DataType:
+    left = _integer_as_decimal(left) if pa.types.is_integer(left) else left
+    right = _integer_as_decimal(right) if pa.types.is_integer(right) else right
+    scale = max(left.scale, right.scale)
+    digits = max(left.precision - left.scale, right.precision - right.scale)
+    # Past 38 digits Spark gives up scale; lakeseek compares decimals exactly (see rounding).
+    return pa.decimal128(min(digits + scale, MAX_DECIMAL_PRECISION), min(scale, MAX_DECIMAL_PRECISION - 1))
+
+
+def _is_number(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
+
+
+def is_text(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+
+
+def is_bytes(arrow_type: pa.DataType) -> bool:
+    return (
+        pa.types.is_binary(arrow_type)
+        or pa.types.is_large_binary(arrow_type)
+        or pa.types.is_fixed_size_binary(arrow_type)
+    )
+
+
+def _finer_unit(*units: str) -> str:
+    return max(units, key=["s", "ms", "us", "ns"].index)
+
+
+def common_type(column_type: pa.DataType, literal_type: pa.DataType) -> pa.DataType | None:
+    """The type Spark compares a column of ``column_type`` with a literal of ``literal_type``
+    in, or None when Spark does not compare them."""
+    c, lit = column_type, literal_type
+    if c == lit:
+        return c
+    if _is_number(c) and _is_number(lit):
+        if pa.types.is_integer(c) and pa.types.is_integer(lit):
+            return _wider_integer(c, lit)
+        if pa.types.is_float64(c) or pa.types.is_float64(lit):
+            return pa.float64()
+        if pa.types.is_floating(c) or pa.types.is_floating(lit):
+            # FLOAT with an integer stays FLOAT; with a DECIMAL both become DOUBLE (Spark).
+            return pa.float64() if pa.types.is_decimal(c) or pa.types.is_decimal(lit) else pa.float32()
+        return _wider_decimal(c, lit)
+    if pa.types.is_temporal(c) and pa.types.is_temporal(lit):
+        if pa.types.is_date(c) and pa.types.is_date(lit):
+            return pa.date32()
+        stamps = [t for t in (c, lit) if pa.types.is_timestamp(t)]
+        if not stamps or any(not (pa.types.is_date(t) or pa.types.is_timestamp(t)) for t in (c, lit)):
+            return None
+        unit = _finer_unit("us", *(t.unit for t in stamps))
+        # TIMESTAMP_NTZ with TIMESTAMP is TIMESTAMP (in the session time zone: UTC).
+        zone = next((t.tz for t in stamps if t.tz is not None), None)
+        return pa.timestamp(unit, tz=zone)
+    if is_text(c) and is_text(lit):
+        return c
+    if is_bytes(c) and is_bytes(lit):
+        return pa.binary()
+    return None
+
+
+# -- strings as Spark casts them -----------------------------------------------------------------
+_DATE = r"(?P<year>[+-]?\d{4,6})(?:-(?P<month>\d{1,2})(?:-(?P<day>\d{1,2}))?)?"
+_TIME = r"(?P<hour>\d{1,2})(?::(?P<minute>\d{1,2})(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d{0,9}))?)?)?"
+_ZONE = r"(?P<zone>Z|UTC|GMT|(?:UTC|GMT)?[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?)"
+_DATE_TEXT = re.compile(rf"{_DATE}(?:[ T].*)?", re.DOTALL)
+_TIMESTAMP_TEXT = re.compile(rf"{_DATE}(?:[ T]{_TIME})?\s*{_ZONE}?")
+
+
+def parse_date(text: str) -> dt.date:
+    """A date string as Spark's CAST(... AS DATE) reads it (``yyyy``, ``yyyy-[m]m``,
+    ``yyyy-[m]m-[d]d``, anything after a space or ``T``), or PredicateTypeError."""
+    match = _DATE_TEXT.fullmatch(text.strip())
+    if not match:
+        raise PredicateTypeError(f"'{text}' is not a date (expected yyyy-mm-dd)")
+    return _date_of(match, text)
+
+
+def _date_of(match: re.Match, text: str) -> dt.date:
+    try:
+        return dt.date(int(match["year"]), int(match["month"] or 1), int(match["day"] or 1))
+    except ValueError as error:
+        raise PredicateTypeError(f"'{text}' is not a valid date ({error})") from error
+
+
+def parse_timestamp(text: str, *, zoned: bool) -> dt.datetime:
+    """A timestamp string as Spark's CAST reads it, truncated to microseconds.
+
+    ``zoned`` (a TIMESTAMP, an instant): an offset in the text is applied and the result is
+    aware, in UTC (no offset means UTC, the session time zone lakeseek assumes). Otherwise
+    (TIMESTAMP_NTZ) any offset is ignored, as Spark ignores it, and the result is naive.
+    """
+    match = _TIMESTAMP_TEXT.fullmatch(text.strip())
+    if not match:
+        raise PredicateTypeError(f"'{text}' is not a timestamp (expected yyyy-mm-dd hh:mm:ss[.ffffff][+hh:mm])")
+    day = _date_of(match, text)
+    fraction = (match["fraction"] or "")[:6].ljust(6, "0")
+    try:
+        moment = dt.datetime.combine(
+            day, dt.time(int(match["hour"] or 0), int(match["minute"] or 0), int(match["second"] or 0), int(fraction))
+        )
+    except ValueError as error:
+        raise PredicateTypeError(f"'{text}' is not a valid timestamp ({error})") from error
+    if not zoned:
+        return moment
+    offset = _offset(match["zone"], text)
+    try:
+        return (moment - offset).replace(tzinfo=dt.timezone.utc)
+    except OverflowError as error:
+        raise PredicateTypeError(f"'{text}' is out of the timestamp range") from error
+
+
+def _offset(zone: str | None, text: str) -> dt.timedelta:
+    if zone is None or zone in ("Z", "UTC", "GMT"):
+        return dt.timedelta(0)
+    digits = re.sub(r"^(UTC|GMT)", "", zone)
+    sign = -1 if digits[0] == "-" else 1
+    parts = re.fullmatch(r"[+-](\d{1,2}):?(\d{2})?:?(\d{2})?", digits)
+    if not parts:
+        raise PredicateTypeError(f"'{text}' has an invalid time zone offset")
+    hours, minutes, seconds = (int(p or 0) for p in parts.groups())
+    if hours > 18 or minutes > 59 or seconds > 59:
+        raise PredicateTypeError(f"'{text}' has an invalid time zone offset")
+    return sign * dt.timedelta(hours=hours, minutes=minutes, seconds=seconds)
+
+
+_INTEGER_TEXT = re.compile(r"[+-]?\d+")
+_BOOLEANS = {"t": True, "true": True, "y": True, "yes": True, "1": True, "f": False, "false": False, "n": False}
+_BOOLEANS |= {"no": False, "0": False}
+
+
+def string_as(text: str, column_type: pa.DataType) -> tuple[object, pa.DataType]:
+    """A string literal compared with a column of ``column_type``: Spark casts the string to
+    the column's type family (integers: BIGINT; decimals and floats: DOUBLE), strictly (ANSI:
+    a malformed string is an error)."""
+
+    def malformed() -> PredicateTypeError:
+        return PredicateTypeError(f"the string '{text}' cannot be cast to {column_type}, the type it is compared in")
+
+    stripped = text.strip()
+    if pa.types.is_integer(column_type):
+        if not _INTEGER_TEXT.fullmatch(stripped):
+            raise malformed()
+        value = int(stripped)
+        if not -(2**63) <= value < 2**63:
+            raise malformed()
+        return value, pa.int64()
+    if pa.types.is_decimal(column_type) or pa.types.is_floating(column_type):
+        # Spark compares a decimal column with a string as two doubles.
+        try:
+            return float(stripped), pa.float64()
+        except ValueError as error:
+            raise malformed() from error
+    if pa.types.is_boolean(column_type):
+        if stripped.lower() not in _BOOLEANS:
+            raise malformed()
+        return _BOOLEANS[stripped.lower()], pa.bool_()
+    if pa.types.is_date(column_type):
+        return parse_date(text), pa.date32()
+    if pa.types.is_timestamp(column_type):
+        return parse_timestamp(text, zoned=column_type.tz is not None), pa.timestamp("us", tz=column_type.tz)
+    if is_bytes(column_type):
+        return text.encode("utf-8"), pa.binary()
+    if is_text(column_type):
+        return text, pa.string()
+    raise malformed()
+
+
+def exact_decimal(text: str) -> Decimal:
+    try:
+        number = Decimal(text)
+    except InvalidOperation as error:
+        raise PredicateParseError(f"malformed number {text!r}") from error
+    if not number.is_finite():
+        raise PredicateParseError(f"malformed number {text!r}")
+    return number
+
+
+def is_nan(value: object) -> bool:
+    return isinstance(value, float) and math.isnan(value)
