@@ -314,3 +314,19 @@ def test_locate_pairs_only_keys_some_value_equals(differential_lake, column, key
     got = {(pair["key"], pair["file"].rsplit("/", 1)[-1]) for pair in found}
     expected = {(key, path) for key in exact for path in _files_holding(differential_lake, column, key)}
     assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("keys", "key_type", "exact"),
+    [
+        ([2**32 + 5, 5, -(2**31) - 1], "bigint", [5]),
+        (["5", " 5", "05", "x"], "string", [5]),
+    ],
+)
+def test_locate_spark_pairs_only_keys_some_value_equals(differential_lake, spark, keys, key_type, exact):
+    """Keys of another type than the column's are converted exactly or dropped, never wrapped or trimmed."""
+    index = lakeseek.open_index(differential_lake)
+    frame = spark.createDataFrame([(key,) for key in keys], f"key {key_type}")
+    got = sorted((row["key"], row["file"].rsplit("/", 1)[-1]) for row in index.locate_spark(frame, "i32").collect())
+    expected = sorted((key, path) for key in exact for path in _files_holding(differential_lake, "i32", key))
+    assert got == expected  # a list: ' 5' and '05' must not pair 5's files again

@@ -27,6 +27,7 @@ from lakeseek.expressions import Predicate
 from lakeseek.expressions.arrow import to_arrow
 from lakeseek.expressions.binding import bind, resolve_column, value_type
 from lakeseek.expressions.sql import parse_where, to_spark_sql
+from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import DELETED, Root
 from lakeseek.format.values import KeyValue
 from lakeseek.io import Storage, storage_for
@@ -351,7 +352,12 @@ class Index:
             return self._state
         files = self._list_lake()
         if self._state is None or self._state.files != files:
-            self._state = compare(self.reader.lineage(), files, self.reader.pending())
+            try:
+                self._state = compare(self.reader.lineage(), files, self.reader.pending())
+            except IndexCorruptError as error:
+                # Never a wrong answer: a damaged lineage vouches for no file, so every file is read.
+                log.warning("the index is damaged (%s): every file is read; run a full refresh to repair it", error)
+                self._state = compare(Lineage.concat([]), files)
         return self._state
 
     def status(self) -> IndexStatus:

@@ -62,7 +62,7 @@ def locate_spark(index: Index, keys: DataFrame, column: str, key_column: str | N
         uris, unindexed = [], list(state.files)  # a deleted index is not used: every file is read
     if uris and len(lineage):
         entries = spark.read.parquet(*[literal_path(uri) for uri in uris]).select(KEY, FILE_ID)
-        typed = wanted.select(F.col(KEY).cast(entries.schema[KEY].dataType).alias(KEY))
+        typed = _exactly_as(wanted, entries.schema[KEY].dataType)
         live = spark.createDataFrame(lineage)
         # distinct: with row-group precision a key has one entry per row group of a file.
         parts.append(entries.join(typed, KEY).join(F.broadcast(live), FILE_ID).select(KEY, FILE).distinct())
@@ -70,8 +70,21 @@ def locate_spark(index: Index, keys: DataFrame, column: str, key_column: str | N
     for path in unindexed:
         uri = storage.uri(f"{index.lake_root}/{path}")
         rows = spark.read.option("basePath", base).schema(index.spark_schema()).parquet(literal_path(uri))
-        held = rows.select(F.col(column).alias(KEY)).distinct().join(wanted, KEY).withColumn(FILE, F.lit(uri))
+        values = rows.select(F.col(column).alias(KEY)).distinct()
+        held = values.join(_exactly_as(wanted, values.schema[KEY].dataType), KEY).withColumn(FILE, F.lit(uri))
         parts.append(held)
     if not parts:
         return spark.createDataFrame([], f"{KEY} string, {FILE} string").limit(0)
     return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
+
+
+def _exactly_as(keys: DataFrame, data_type) -> DataFrame:
+    """The keys that convert to ``data_type`` and back unchanged, converted: a bigint beyond
+    an int column's range or the string ' 5' for a number equals no value, so it pairs nothing
+    (a plain cast would wrap the one and trim the other into another key)."""
+    from pyspark.sql import functions as F
+
+    converted = F.col(KEY).try_cast(data_type)
+    original = keys.schema[KEY].dataType
+    same = converted.isNotNull() & (converted.cast(original) == F.col(KEY))
+    return keys.where(same).select(converted.alias(KEY))
