@@ -20,10 +20,10 @@ test: $(VENV)/.installed
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
 
-# The generated differential tests with new seeds and many more examples (minutes).
+# The generated differential tests and lake histories with new seeds and many more examples (minutes).
 FUZZ_EXAMPLES ?= 200
 fuzz: $(VENV)/.installed
-	LAKESEEK_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q tests/test_differential.py
+	LAKESEEK_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q tests/test_differential.py tests/test_histories.py
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/needle.py

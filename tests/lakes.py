@@ -283,7 +283,7 @@ def restamp_indexes(lake: str) -> None:
     def restamped(index_dir: str, part: LineagePart | None) -> LineagePart | None:
         if part is None:
             return None
-        lineage = part.inline or read_lineage(storage, f"{index_dir}/{part.path}")
+        lineage = part.inline if part.inline is not None else read_lineage(storage, f"{index_dir}/{part.path}")
         now = [stamps.get(path) for path in lineage.paths]
         lineage = Lineage(
             lineage.ids,

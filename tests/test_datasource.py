@@ -398,7 +398,8 @@ def test_partition_settings_from_options(typed_lake):
 def test_register_captures_the_session_settings(spark, typed_lake):
     lakeseek.spark.register(spark)
     assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
-    assert ScanSettings.of(spark) == ScanSettings(128 << 20, 4 << 20, spark.sparkContext.defaultParallelism)
+    zone = spark._jvm.java.util.TimeZone.getDefault().getID()  # the zone a task falls back on
+    assert ScanSettings.of(spark) == ScanSettings(128 << 20, 4 << 20, spark.sparkContext.defaultParallelism, zone)
     # 12 small files, 2 cores: a few partitions. With 1 KB partitions: one per file, which
     # shows the settings travel to Spark's planning worker with the registered class.
     assert spark.read.format(PYTHON_FORMAT).load(typed_lake).rdd.getNumPartitions() <= 3

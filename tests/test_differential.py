@@ -330,3 +330,56 @@ def test_locate_spark_pairs_only_keys_some_value_equals(differential_lake, spark
     got = sorted((row["key"], row["file"].rsplit("/", 1)[-1]) for row in index.locate_spark(frame, "i32").collect())
     expected = sorted((key, path) for key in exact for path in _files_holding(differential_lake, "i32", key))
     assert got == expected  # a list: ' 5' and '05' must not pair 5's files again
+
+
+# -- sequences of queries on one handle per front end --------------------------------------------
+@pytest.fixture(scope="module")
+def front_ends(differential_lake, spark):
+    """One long-lived handle per front end, reused by every query of every example."""
+    import lakeseek.spark
+
+    assert lakeseek.spark.register(spark)  # the suite's machine has a JDK: "lakeseek" is the JVM source
+    spark.read.format("lakeseek").load(differential_lake).createOrReplaceTempView("differential_jvm")
+    spark.read.format("lakeseek_python").load(differential_lake).createOrReplaceTempView("differential_python")
+    spark.sql("DROP TABLE IF EXISTS differential_table")
+    spark.sql(f"CREATE TABLE differential_table USING lakeseek OPTIONS (path '{differential_lake}')")
+    yield {
+        "index": lakeseek.open_index(differential_lake),
+        "frame": spark.read.format("lakeseek").load(differential_lake),
+    }
+    spark.sql("DROP TABLE IF EXISTS differential_table")
+
+
+def _ids_of(frame) -> list[int]:
+    return sorted(row["id"] for row in frame.select("id").collect())
+
+
+@settings(
+    max_examples=int(FUZZ_EXAMPLES or 3),
+    deadline=None,
+    derandomize=FUZZ_EXAMPLES is None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.lists(predicates, min_size=6, max_size=6), st.randoms(use_true_random=False))
+def test_query_sequences_on_one_handle_per_front_end(differential_lake, spark, front_ends, wheres, order):
+    """The same predicates in a random order on one Index, one DataFrame, two views and one
+    table: state kept between queries (pushed filters, listings, caches) must never leak."""
+    truth = dict(zip(wheres, _spark_truth(spark, wheres), strict=True))
+    answered = [where for where in wheres if not isinstance(truth[where], Exception)]
+    steps = [(front_end, where) for where in answered for front_end in ("index", "to_spark", "frame", "views")]
+    order.shuffle(steps)
+    index, frame = front_ends["index"], front_ends["frame"]
+    for front_end, where in steps:
+        expected, spark_where = sorted(truth[where]), to_spark_sql(where)
+        if front_end == "index":
+            got = sorted(index.read(where, columns=["id"]).column("id").to_pylist())
+        elif front_end == "to_spark":
+            got = _ids_of(index.to_spark(spark, where))
+        elif front_end == "frame":
+            got = _ids_of(frame.where(spark_where))
+        else:
+            for view in ("differential_jvm", "differential_python", "differential_table"):
+                assert _ids_of(spark.sql(f"SELECT id FROM {view} WHERE {spark_where}")) == expected, (view, where)
+                assert spark.sql(f"SELECT count(*) AS n FROM {view}").first()["n"] == 54, view
+            continue
+        assert got == expected, (front_end, where)

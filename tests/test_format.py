@@ -26,7 +26,7 @@ def _write(tmp_path, keys, ids, key_type=None, chunk_rows=4):
     data, raw = write_index_file(_batches(pa.array(keys, key_type), ids), key_type, chunk_rows)
     path = f"{root}/index.parquet"
     storage.write(path, data)
-    info = IndexFileInfo.from_json({"path": "index.parquet", **raw}, key_type)
+    info = IndexFileInfo.from_json({"path": "data/test/index.parquet", **raw}, key_type)
     return storage, path, info
 
 

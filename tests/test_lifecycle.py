@@ -325,3 +325,57 @@ def test_an_index_home_under_a_hidden_directory_of_the_lake_is_allowed(lake_copy
     assert index.status().is_fresh
     assert index.read("id = 5").num_rows == 1
     assert index.scan("id >= 0").num_rows == 1800
+
+
+# -- F18: a column added while indexed files were out of the lake ---------------------------------
+def _event_lake(lake: str) -> None:
+    """3 date partitions of 2 files; every file holds rows of event 'ev-20'."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    record = 0
+    for day in (1, 2, 3):
+        os.makedirs(f"{lake}/date=2024-01-0{day}")
+        for part in range(2):
+            rows = 10 + day
+            table = pa.table(
+                {
+                    "record_id": pa.array(range(record, record + rows), pa.int64()),
+                    "event_id": pa.array([f"ev-{20 if n % 2 else n}" for n in range(rows)], pa.string()),
+                }
+            )
+            pq.write_table(table, f"{lake}/date=2024-01-0{day}/part-{part}.parquet")
+            record += rows
+
+
+def _event_rows(lake: str, event: str) -> int:
+    from tests.lakes import all_rows
+
+    return sum(1 for row in all_rows(lake) if row["event_id"] == event)
+
+
+def test_a_column_added_while_files_were_moved_out_covers_them_when_they_return(tmp_path, spark):
+    lake, away = str(tmp_path / "lake"), str(tmp_path / "away")
+    _event_lake(lake)
+    kept = lakeseek.create_index(lake, ["record_id"], spark=spark)
+    # A partition directory moved out and back keeps its files' inodes and ctimes: the same stamps.
+    os.rename(f"{lake}/date=2024-01-02", away)
+    lakeseek.create_index(lake, ["event_id"], spark=spark)  # the files of 2024-01-02 are not there to index
+    os.rename(away, f"{lake}/date=2024-01-02")
+    expected = _event_rows(lake, "ev-20")
+    assert expected == 34
+
+    index = lakeseek.open_index(lake)
+    assert not index.status().is_fresh  # the moved-back files are not covered by every column
+    assert index.read("event_id = 'ev-20'").num_rows == expected
+    assert kept.read("record_id = 25").num_rows == 1  # a handle opened before the add
+    assert len(index.locate(["ev-20"], column="event_id")) == 6
+    refreshed = lakeseek.refresh_index(lake, "incremental", engine="local")
+    assert refreshed.status().is_fresh
+    assert refreshed.read("event_id = 'ev-20'").num_rows == expected
+    assert refreshed.plan("event_id = 'ev-20'").unindexed_files == 0
+    optimized = lakeseek.optimize_index(lake, "full", engine="local")
+    assert optimized.status().is_fresh and optimized.read("event_id = 'ev-20'").num_rows == expected
+    for handle in (index, refreshed, optimized, kept, lakeseek.open_index(lake)):
+        assert handle.read("event_id = 'ev-20'").num_rows == expected
+        assert handle.read("record_id = 25").num_rows == 1

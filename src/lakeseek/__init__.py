@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from lakeseek.exceptions import (
     CommitFailedError,
+    DataFileError,
+    IncompatibleSchemaError,
     IndexAlreadyExistsError,
     IndexCorruptError,
     IndexFormatError,
@@ -41,6 +43,8 @@ __version__ = "0.2.0"
 
 __all__ = [
     "CommitFailedError",
+    "DataFileError",
+    "IncompatibleSchemaError",
     "Index",
     "IndexAlreadyExistsError",
     "IndexCorruptError",

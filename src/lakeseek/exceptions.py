@@ -66,3 +66,12 @@ class PredicateTypeError(PredicateError):
 
 class SparkJobError(LakeseekError):
     """A Spark job run by lakeseek failed."""
+
+
+class DataFileError(LakeseekError):
+    """A data file of the lake cannot be read: not Parquet, damaged, or removed during the query."""
+
+
+class IncompatibleSchemaError(LakeseekError):
+    """A data file holds a column in a type that no type holds exactly along with the lake's
+    type of it (a string where the other files hold integers, say): see ``lakeseek.evolution``."""

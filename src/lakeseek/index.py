@@ -19,19 +19,28 @@ from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
+from lakeseek.evolution import (
+    current_partition_types,
+    file_schemas,
+    infer_partition_types,
+    merge_schemas,
+    open_files,
+    spark_schema_json,
+    with_partition_types,
+)
 from lakeseek.exceptions import IndexCorruptError, LakeNotFoundError, LakeseekError
 from lakeseek.explain import Explanation, explanation
 from lakeseek.expressions import Predicate
-from lakeseek.expressions.arrow import to_arrow
+from lakeseek.expressions.arrow import read_matching
 from lakeseek.expressions.binding import bind, resolve_column, value_type
 from lakeseek.expressions.sql import parse_where, to_spark_sql
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import DELETED, Root
-from lakeseek.format.values import KeyValue
+from lakeseek.format.values import KeyValue, key_type_for
 from lakeseek.io import Storage, storage_for
-from lakeseek.lake import LakeState, compare, is_hidden, list_data_files, open_dataset
+from lakeseek.lake import LakeState, compare, is_hidden, list_data_files, reading_data_files
+from lakeseek.lifecycle.checks import problems
 from lakeseek.lifecycle.leases import Leases
 from lakeseek.lifecycle.log import IndexLog
 from lakeseek.locate import FILE, exact_keys, locate_keys, scan_keys
@@ -183,6 +192,7 @@ class IndexStatus:
     tombstoned_files: int  # removed or rewritten files whose entries lookups ignore until an optimize
     index_bytes: int
     running_operations: list[str]
+    problems: list[str]  # damaged or foreign files of the index, each with its repair
 
     @property
     def is_fresh(self) -> bool:
@@ -203,6 +213,9 @@ class Index:
         self.root = root
         self.reader = IndexReader(self.storage, self.index_dir, root)
         self._state: LakeState | None = None  # the latest comparison, reused while the lake is unchanged
+        self._schema_now: tuple[LakeState, pa.Schema] | None = None  # the schema of that state
+        self._file_schemas: dict[tuple[str, tuple], pa.Schema] = {}  # by (path, stamp)
+        self._partition_types: dict[str, pa.DataType] | None = None
         self.last_plan: Plan | None = None  # the plan of the latest query, for callers that report staleness
 
     def __repr__(self) -> str:
@@ -226,12 +239,58 @@ class Index:
 
     @property
     def schema(self) -> pa.Schema:
-        return self.root.schema
+        """The lake's Arrow schema as lakeseek reads it now (see :meth:`schema_of`)."""
+        return self.schema_of(self.lake_state())
+
+    def schema_of(self, state: LakeState) -> pa.Schema:
+        """The lake's schema in ``state`` (README, "The lake's schema"): the index's,
+        with the files it does not cover merged in (wider types, new columns) and the
+        partition columns typed as Spark infers them from the listing. A file whose column
+        has no exact common type with the lake's is an error naming it."""
+        if self._schema_now is not None and self._schema_now[0] is state:
+            return self._schema_now[1]
+        root = self.root
+        schema = root.schema
+        partitions = root.partition_columns
+        if partitions:
+            types = current_partition_types(schema, partitions, self._indexed_partition_types(), state.files)
+            schema = with_partition_types(schema, types)
+        # A root that did not check its files' schemas (format 3) vouches for none of them.
+        merged = sorted(state.unindexed) if root.schema_checked else sorted(state.files)
+        schema = merge_schemas(schema, self._read_file_schemas(merged, state), partitions)
+        self._schema_now = (state, schema)
+        return schema
+
+    def _indexed_partition_types(self) -> dict[str, pa.DataType]:
+        """The partition types Spark infers over the files the index was built on (see
+        :func:`lakeseek.evolution.current_partition_types`)."""
+        if self._partition_types is None:
+            try:
+                paths = self.reader.lineage().paths + self.reader.pending().paths
+            except IndexCorruptError:
+                paths = []
+            self._partition_types = infer_partition_types(paths, self.root.partition_columns)
+        return self._partition_types
+
+    def _read_file_schemas(self, paths: list[str], state: LakeState) -> list[tuple[str, pa.Schema]]:
+        """``(path, schema)`` of the distinct schemas among ``paths`` (footers read once per stamp)."""
+        missing = [path for path in paths if (path, tuple(state.files[path])) not in self._file_schemas]
+        for path, schema in zip(missing, file_schemas(self.storage, self.lake_root, missing), strict=True):
+            self._file_schemas[(path, tuple(state.files[path]))] = schema
+        distinct: dict[pa.Schema, str] = {}
+        for path in paths:
+            distinct.setdefault(self._file_schemas[(path, tuple(state.files[path]))], path)
+        return [(path, found) for found, path in distinct.items()]
+
+    def _spark_schema_json(self, state: LakeState) -> str:
+        root = self.root
+        return spark_schema_json(self.schema_of(state), root.partition_columns, root.schema, root.spark_schema)
 
     # -- queries ----------------------------------------------------------------------------
     def plan(self, where: str | Predicate) -> Plan:
         """The files a query with this predicate (SQL text or an unbound expression tree) must read."""
-        return self._plan(self._bind(where))
+        state = self.lake_state()
+        return self._plan(self._bind(where, state), state)
 
     def files(self, where: str) -> list[str]:
         """Paths of the data files that may hold rows matching ``where`` (SQL)."""
@@ -239,20 +298,23 @@ class Index:
 
     def read(self, where: str, columns: list[str] | None = None) -> pa.Table:
         """The rows matching ``where``, read with pyarrow from the candidate files only."""
-        predicate = self._bind(where)
-        chosen = self._plan(predicate)
-        return self._read(chosen.files, predicate, columns, chosen.row_groups)
+        state = self.lake_state()
+        predicate = self._bind(where, state)
+        chosen = self._plan(predicate, state)
+        return self._read(chosen.files, predicate, columns, chosen.row_groups, state)
 
     def scan(self, where: str, columns: list[str] | None = None) -> pa.Table:
         """The rows matching ``where``, read from every file of the lake without the index."""
-        predicate = self._bind(where)
-        return self._read(list(self.lake_state().files), predicate, columns)
+        state = self.lake_state()
+        predicate = self._bind(where, state)
+        return self._read(list(state.files), predicate, columns, None, state)
 
     def spark_schema(self) -> StructType:
-        """The lake's schema as Spark read it when the index was built (partition columns last)."""
+        """The lake's schema as Spark reads it now (partition columns last): ``schema`` in
+        Spark's types, as ``spark.read.option("mergeSchema", "true").parquet(SOURCE)`` infers it."""
         from pyspark.sql.types import StructType
 
-        return StructType.fromJson(json.loads(self.root.spark_schema))
+        return StructType.fromJson(json.loads(self._spark_schema_json(self.lake_state())))
 
     def to_spark(self, spark: SparkSession, where: str) -> DataFrame:
         """A Spark DataFrame of the rows matching ``where``, over the candidate files only.
@@ -260,10 +322,13 @@ class Index:
         Same rows as ``spark.read.parquet(SOURCE).where(where)`` when Spark reads the
         predicate as lakeseek does (see :func:`lakeseek.expressions.sql.to_spark_sql`).
         """
+        from pyspark.sql.types import StructType
+
         from lakeseek.spark.locate import literal_path
 
-        chosen = self.plan(where)
-        schema = self.spark_schema()
+        state = self.lake_state()
+        chosen = self._plan(self._bind(where, state), state)
+        schema = StructType.fromJson(json.loads(self._spark_schema_json(state)))
         if not chosen.files:
             return spark.createDataFrame([], schema)
         uris = [literal_path(self.storage.uri(f"{self.lake_root}/{path}")) for path in chosen.files]
@@ -278,10 +343,11 @@ class Index:
         read and reports rows and time."""
         started = time.perf_counter()
         before = self.storage.stats.snapshot()
-        predicate = self._bind(where)
-        chosen = self._plan(predicate)
+        state = self.lake_state()
+        predicate = self._bind(where, state)
+        chosen = self._plan(predicate, state)
         after = self.storage.stats.snapshot()
-        sizes = {path: stamp[0] for path, stamp in self.lake_state().files.items()}
+        sizes = {path: stamp[0] for path, stamp in state.files.items()}
         result = explanation(
             where,
             self.name,
@@ -293,7 +359,7 @@ class Index:
         )
         if not analyze:
             return result
-        rows = self._read(chosen.files, predicate, None, chosen.row_groups).num_rows
+        rows = self._read(chosen.files, predicate, None, chosen.row_groups, state).num_rows
         return dataclasses.replace(result, rows=rows, seconds=time.perf_counter() - started)
 
     def locate(self, keys: Iterable[KeyValue] | pa.Array, column: str | None = None) -> pa.Table:
@@ -305,16 +371,17 @@ class Index:
         says where in the file (NULL for files the index does not cover, read whole).
         NULL keys are ignored.
         """
-        name = self._locate_column(column)
         state = self.lake_state()
-        if self.root.state == DELETED:
-            found = self._scan_keys(state, name, keys)
-        else:
-            try:
-                found = locate_keys(self.reader, state, name, keys, self._dataset)
-            except IndexCorruptError as error:
-                log.warning("the index is damaged (%s): every file is read; run a full refresh to repair it", error)
+        name = self._locate_column(column, state)
+        with reading_data_files(self.storage, self.lake_root, list(state.files)):
+            if self.root.state == DELETED or not self.serves(name, state):
                 found = self._scan_keys(state, name, keys)
+            else:
+                try:
+                    found = locate_keys(self.reader, state, name, keys, self._opener(state))
+                except IndexCorruptError as error:
+                    log.warning("the index is damaged (%s): every file is read; run a full refresh to repair it", error)
+                    found = self._scan_keys(state, name, keys)
         paths = pc.binary_join_element_wise(self._location(self.lake_root) + "/", found.column(FILE), "")
         return found.set_column(found.schema.get_field_index(FILE), FILE, paths)
 
@@ -327,23 +394,42 @@ class Index:
         name = self._locate_column(column)
         return locate_spark(self, keys, name, key_column)
 
-    def _locate_column(self, column: str | None) -> str:
+    def _locate_column(self, column: str | None, state: LakeState | None = None) -> str:
         if column is None:
             if len(self.root.columns) != 1:
                 raise LakeseekError(f"the index has several columns ({', '.join(self.columns)}): choose one")
             return self.columns[0]
-        name = resolve_column(column, self.schema).name
+        name = resolve_column(column, self.schema_of(state or self.lake_state())).name
         if name not in self.root.columns:
             raise LakeseekError(f"column '{name}' is not indexed (indexed: {', '.join(self.columns)})")
         return name
 
     def _scan_keys(self, state: LakeState, column: str, keys: Iterable[KeyValue] | pa.Array) -> pa.Table:
-        key_type = self.root.columns[column].key_type
-        wanted = exact_keys(keys, value_type(self.schema.field(column).type), key_type)
-        return scan_keys(list(state.files), column, wanted, self._dataset, self.reader.row_groups)
+        column_type = value_type(self.schema_of(state).field(column).type)
+        if self.serves(column, state):
+            key_type = self.root.columns[column].key_type
+        else:  # the column's type changed since indexing (see serves): keys of its type now
+            try:
+                key_type = key_type_for(column_type, column)
+            except LakeseekError:
+                key_type = column_type
+        wanted = exact_keys(keys, column_type, key_type)
+        return scan_keys(list(state.files), column, wanted, self._opener(state), self.reader.row_groups)
 
-    def _dataset(self, paths: list[str]) -> ds.Dataset:
-        return open_dataset(self.storage, self.lake_root, paths, self.schema, self.root.partition_columns)
+    def serves(self, column: str, state: LakeState) -> bool:
+        """Whether the index of ``column`` answers for the lake in ``state``: not when files
+        it does not cover gave the column another type (a wider integer, a partition value of
+        another type) since it was indexed, until a refresh indexes them."""
+        recorded = self.root.schema
+        if column not in recorded.names:
+            return False
+        now = self.schema_of(state)
+        return value_type(now.field(column).type).equals(value_type(recorded.field(column).type))
+
+    def _opener(self, state: LakeState):
+        schema = self.schema_of(state)
+        partitions = self.root.partition_columns
+        return lambda paths: open_files(self.storage, self.lake_root, paths, schema, partitions)
 
     # -- state ------------------------------------------------------------------------------
     def lake_state(self) -> LakeState:
@@ -383,32 +469,44 @@ class Index:
             recorded_files=state.recorded,
             tombstoned_files=len(self.root.lineage.removed),
             index_bytes=self.root.index_bytes,
+            problems=problems(self.storage, self.index_dir, self.root),
             running_operations=[
                 f"{lease.operation} ({lease.operation_id[:8]})" for lease in leases if lease.is_alive()
             ],
         )
 
     # -- internals --------------------------------------------------------------------------
-    def _bind(self, where: str | Predicate) -> Predicate:
-        return bind(parse_where(where) if isinstance(where, str) else where, self.schema)
+    def _bind(self, where: str | Predicate, state: LakeState | None = None) -> Predicate:
+        schema = self.schema_of(state or self.lake_state())
+        return bind(parse_where(where) if isinstance(where, str) else where, schema)
 
     def _read(
-        self, files: list[str], predicate: Predicate, columns: list[str] | None, row_groups: dict | None = None
+        self,
+        files: list[str],
+        predicate: Predicate,
+        columns: list[str] | None,
+        row_groups: dict | None = None,
+        state: LakeState | None = None,
     ) -> pa.Table:
-        selected = None if columns is None else [resolve_column(c, self.schema).name for c in columns]
+        schema = self.schema_of(state or self._state or self.lake_state())
+        selected = None if columns is None else [resolve_column(c, schema).name for c in columns]
+        if selected is not None and len(set(selected)) < len(selected):
+            twice = next(name for name in selected if selected.count(name) > 1)
+            raise LakeseekError(f"column '{twice}' is asked for twice")
         stamps = self._state.files if self._state else {}
         self.storage.stats.add_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
-        dataset = open_dataset(
-            self.storage, self.lake_root, files, self.schema, self.root.partition_columns, row_groups
-        )
-        return dataset.to_table(columns=selected, filter=to_arrow(predicate, self.schema))
+        with reading_data_files(self.storage, self.lake_root, files):  # a damaged or vanished file, named
+            dataset = open_files(self.storage, self.lake_root, files, schema, self.root.partition_columns, row_groups)
+            return read_matching(dataset, selected, predicate, schema)
 
-    def _plan(self, predicate: Predicate) -> Plan:
+    def _plan(self, predicate: Predicate, state: LakeState | None = None) -> Plan:
         if self.root.state == DELETED:
             chosen = full_scan(self._list_lake(), f"index '{self.name}' is deleted (restore it to use it)")
         else:
             try:
-                chosen = plan(predicate, self.reader, self.lake_state())
+                state = state or self.lake_state()
+                served = {column for column in self.root.columns if self.serves(column, state)}
+                chosen = plan(predicate, self.reader, state, served)
             except IndexCorruptError as error:
                 # Never a wrong answer, and never none: a damaged index costs a full scan.
                 log.warning("the index is damaged (%s): every file is read; run a full refresh to repair it", error)

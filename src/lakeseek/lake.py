@@ -8,16 +8,19 @@ partition directories and count).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from lakeseek.exceptions import LakeNotFoundError
+from lakeseek.datetimes import RebasedDataset, parquet_format, spark_view
+from lakeseek.exceptions import DataFileError, LakeNotFoundError
 from lakeseek.format.lineage import Lineage
 from lakeseek.io import Stamp, Storage
+from lakeseek.partitions import partition_expression
 
 
 def is_hidden(name: str, *, directory: bool = False) -> bool:
@@ -46,6 +49,8 @@ def list_data_files(storage: Storage, lake_root: str, index_dir: str | None = No
         raise LakeNotFoundError(f"lake not found: {lake_root} is not a directory")
     # Directories answer to the directory rule, which hides less; files to their own.
     found = storage.walk_files(lake_root, skip_dir=partial(is_hidden, directory=True), skip_file=is_hidden)
+    # Spark reads no 0-byte file (no footer, no rows; spark.read.parquet skips them): neither do queries and builds.
+    found = {path: stamp for path, stamp in found.items() if stamp.size}
     if index_dir is not None and index_dir.startswith(f"{lake_root}/"):
         home = f"{index_dir[len(lake_root) + 1 :]}/"
         found = {path: stamp for path, stamp in found.items() if not path.startswith(home)}
@@ -110,21 +115,71 @@ def open_dataset(
     schema: pa.Schema,
     partition_columns: tuple[str, ...],
     row_groups: Mapping[str, Sequence[int]] | None = None,
-) -> ds.FileSystemDataset:
+    time_zone: str = "UTC",
+) -> ds.FileSystemDataset | RebasedDataset:
     """A pyarrow dataset over exactly these data files, with their hive partition values.
 
     ``row_groups`` limits a file to some of its row groups (files absent from it are read whole).
+    Dates and timestamps read as Spark reads them (:mod:`lakeseek.datetimes`): INT96 as
+    microseconds, and the files Spark rebases from the Julian calendar rebased.
     """
-    partitioning = ds.HivePartitioning(partition_fields(schema, partition_columns), segment_encoding="uri")
-    parquet = ds.ParquetFileFormat()
+    # Partition values as Spark reads them (lakeseek.partitions): timestamps in ``time_zone``.
+    fields = partition_fields(schema, partition_columns)
+    by_directory: dict[str, ds.Expression] = {}
+
+    def partition(path: str) -> ds.Expression:
+        directory = path.rpartition("/")[0]
+        if directory not in by_directory:
+            by_directory[directory] = partition_expression(path, fields, time_zone)
+        return by_directory[directory]
+
+    parquet = parquet_format()
     selected = row_groups or {}
     fragments = [
         parquet.make_fragment(
             f"{lake_root}/{path}",
             storage.fs,
-            partitioning.parse(path) if partition_columns else ds.scalar(True),
+            partition(path) if partition_columns else ds.scalar(True),
             row_groups=selected.get(path),
         )
         for path in relative_paths
     ]
-    return ds.FileSystemDataset(fragments, schema, parquet, storage.fs)
+    return spark_view(ds.FileSystemDataset(fragments, schema, parquet, storage.fs))
+
+
+@contextmanager
+def reading_data_files(storage: Storage, lake_root: str, relative_paths: Sequence[str]) -> Iterator[None]:
+    """pyarrow's failures to read some of these data files as a one-line DataFileError naming the file.
+
+    Spark fails a query over a file that is not Parquet (FAILED_READ_FILE) or that vanished
+    after the listing (FILE_NOT_EXIST); so does lakeseek, saying which file. Errors that no
+    data file explains (a bad filter, say) are left as they are.
+    """
+    try:
+        yield
+    except (pa.ArrowInvalid, OSError) as error:
+        culprit = _unreadable_file(storage, lake_root, relative_paths, error)
+        if culprit is None:
+            raise
+        location = f"{lake_root}/{culprit}" if storage.is_local else storage.uri(f"{lake_root}/{culprit}")
+        if not storage.is_file(f"{lake_root}/{culprit}"):
+            raise DataFileError(f"data file {location} was removed while the query read it: run it again") from error
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason = reason.split(f"{lake_root}/{culprit}", 1)[-1].lstrip("': ") or reason
+        raise DataFileError(f"cannot read data file {location} (not Parquet, or damaged): {reason}") from error
+
+
+def _unreadable_file(storage: Storage, lake_root: str, relative_paths: Sequence[str], error: Exception) -> str | None:
+    """The file behind a read error: the one its message names, else the first that does not open."""
+    text = str(error)
+    named = [path for path in relative_paths if f"{lake_root}/{path}" in text]
+    if named:
+        return max(named, key=len)  # 'a/b.parquet' also contains 'b.parquet' of another directory
+    import pyarrow.parquet as pq
+
+    for path in relative_paths:
+        try:
+            pq.read_metadata(f"{lake_root}/{path}", filesystem=storage.fs)
+        except (pa.ArrowInvalid, OSError):
+            return path
+    return None

@@ -102,12 +102,12 @@ def scan_keys(
     row_groups: bool = False,
 ) -> pa.Table:
     """``(key, file)`` pairs found by reading ``column`` of each file (no row group is named)."""
-    dataset = open_files(paths)
     keys = keys.drop_null()
     parts = []
-    column_keys = keys.cast(value_type(dataset.schema.field(column).type))
-    for fragment, path in zip(dataset.get_fragments(), paths, strict=True):
-        table = fragment.to_table(columns=[column], filter=pc.field(column).isin(column_keys), schema=dataset.schema)
+    for path in paths:
+        dataset = open_files([path])  # one file at a time: a file may spell the column another way
+        column_keys = keys.cast(value_type(dataset.schema.field(column).type))
+        table = dataset.to_table(columns=[column], filter=pc.field(column).isin(column_keys))
         held = pc.unique(table.column(column)).cast(keys.type, safe=False)
         parts.append(pa.table({KEY: held, FILE: pa.array([path] * len(held), pa.string())}))
     schema = pa.schema([pa.field(KEY, keys.type), pa.field(FILE, pa.string())])

@@ -112,7 +112,9 @@ class IndexReader:
         return Lineage.concat([]) if part is None else self._part(part)
 
     def _part(self, part: LineagePart) -> Lineage:
-        return part.inline or read_lineage(self.storage, f"{self.index_dir}/{part.path}")
+        if part.inline is not None:  # an empty one too (every file tombstoned, then optimized)
+            return part.inline
+        return read_lineage(self.storage, f"{self.index_dir}/{part.path}")
 
     # -- points -------------------------------------------------------------------------------
     def point_entries(self, column: str, keys: Iterable[KeyValue] | pa.Array) -> pa.Table:

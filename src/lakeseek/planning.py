@@ -100,9 +100,10 @@ class _Either:
 class Planner:
     """Plans predicates against one index version and one state of the lake."""
 
-    def __init__(self, reader: IndexReader, state: LakeState) -> None:
+    def __init__(self, reader: IndexReader, state: LakeState, served: set[str] | None = None) -> None:
         self.reader = reader
         self.state = state
+        self.served = served  # indexed columns the index answers for (None: all; see Index.serves)
         indexed = reader.lineage()
         live = set(state.indexed)
         sizes = [size for file_id, size in zip(indexed.ids, indexed.sizes, strict=True) if file_id in live]
@@ -199,6 +200,10 @@ class Planner:
         index = self.reader.root.columns.get(column)
         if index is None:
             return self._not_served(f"column '{column}' is not indexed")
+        if self.served is not None and column not in self.served:
+            return self._not_served(
+                f"column '{column}' has another type in files added since indexing: refresh the index to use it"
+            )
         if isinstance(predicate, Comparison) and not _exact(predicate, self._column_type(column)):
             return self._float_range(index, predicate)
         if isinstance(predicate, Comparison) and predicate.op == "=":
@@ -346,8 +351,8 @@ class Planner:
         return current
 
 
-def plan(predicate: Predicate, reader: IndexReader, state: LakeState) -> Plan:
-    return Planner(reader, state).plan(predicate)
+def plan(predicate: Predicate, reader: IndexReader, state: LakeState, served: set[str] | None = None) -> Plan:
+    return Planner(reader, state, served).plan(predicate)
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -19,8 +19,9 @@ from rich.console import Console
 from rich.table import Table
 
 from lakeseek.cost import human_size
-from lakeseek.exceptions import LakeseekError
+from lakeseek.exceptions import IndexCorruptError, LakeseekError
 from lakeseek.index import Index, open_index
+from lakeseek.lifecycle.operations import MAX_CHUNK_ROWS
 
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -33,13 +34,15 @@ def run() -> None:
     except click.exceptions.Abort:
         stderr.print("lakeseek: aborted")
         sys.exit(130)
-    except click.ClickException as error:
-        error.show()
+    except click.ClickException as error:  # a bad option or argument: one line, as every other error
+        stderr.print(f"lakeseek: error: {error.format_message()}", markup=False)
         sys.exit(error.exit_code)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except (LakeseekError, OSError) as error:
         _fail(error)
+    except UnicodeError:
+        _fail(LakeseekError("an argument is not valid UTF-8 text"))
     except KeyboardInterrupt:
         stderr.print("lakeseek: interrupted")
         sys.exit(130)
@@ -49,6 +52,10 @@ def _fail(error: BaseException) -> None:
     message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     if isinstance(error, FileNotFoundError) and error.filename and str(error.filename) not in message:
         message = f"{message}: {error.filename}"
+    if isinstance(error, IndexCorruptError) and "refresh --mode full" not in message:
+        message += " (`lakeseek refresh SOURCE --mode full` rebuilds the index: docs/damage.md)"
+    # A path or argument holding bytes that are not UTF-8 is shown escaped, not as a traceback.
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
     stderr.print(f"lakeseek: error: {message}", markup=False)
     sys.exit(1)
 
@@ -62,6 +69,8 @@ def _handled(command: Callable[..., None]) -> Callable[..., None]:
             command(*args, **kwargs)
         except (LakeseekError, OSError) as error:
             _fail(error)
+        except UnicodeError:
+            _fail(LakeseekError("an argument is not valid UTF-8 text"))
 
     return wrapper
 
@@ -118,7 +127,9 @@ def _with_progress(work: Callable[[Callable[[str, int, int], None]], Any]) -> An
 @click.option("--columns", required=True, help="Comma-separated columns to index.")
 @_index_option
 @_name_option
-@click.option("--chunk-rows", type=click.IntRange(min=1), default=None, help="Index entries per chunk.")
+@click.option(
+    "--chunk-rows", type=click.IntRange(min=1, max=MAX_CHUNK_ROWS), default=None, help="Index entries per chunk."
+)
 @click.option(
     "--row-groups", is_flag=True, help="Point entries at row groups: reads skip row groups that cannot match."
 )
@@ -382,6 +393,8 @@ def status(source: str, index_dir: str | None, name: str | None, output: str) ->
         stdout.print(f"tombstones {state.tombstoned_files:,} removed files (optimize --mode full drops them)")
     for operation in state.running_operations:
         stdout.print(f"running   {operation}", markup=False)
+    for problem in state.problems:
+        stdout.print(f"damaged   {problem}", markup=False)
 
 
 def _report_change(index: Index, before: int) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 
 from lakeseek.expressions import And, ColumnComparison, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
 from lakeseek.expressions.binding import value_type
@@ -43,7 +44,8 @@ def to_arrow(predicate: Predicate, schema: pa.Schema) -> pc.Expression:
     if isinstance(predicate, IsNull):
         return field.is_null()
     if isinstance(predicate, Like):
-        return like(field, predicate.pattern)
+        declared = schema.field(predicate.column).type  # a dictionary column has no regex kernel: decode it
+        return like(field.cast(declared.value_type) if pa.types.is_dictionary(declared) else field, predicate.pattern)
     column_type = value_type(schema.field(predicate.column).type)
     if isinstance(predicate, Comparison):
         # The comparison's type (see lakeseek.expressions.types): the column is cast up to it.
@@ -61,6 +63,41 @@ def to_arrow(predicate: Predicate, schema: pa.Schema) -> pc.Expression:
         # is_in says FALSE for a NULL input; SQL says NULL, which NOT must keep NULL.
         return pc.if_else(field.is_null(), _UNKNOWN, members)
     raise TypeError(f"cannot convert {predicate!r}")
+
+
+# Arrow binds and simplifies filter expressions recursively in C++: past some thousands of
+# comparisons in one expression it overflows its stack, so larger predicates are evaluated
+# in parts of at most this many comparisons, and the parts' results combined.
+MAX_ARROW_COMPARISONS = 1_000
+
+
+def read_matching(dataset: ds.Dataset, columns: list[str] | None, predicate: Predicate, schema: pa.Schema) -> pa.Table:
+    """The rows of ``dataset`` for which ``predicate`` is TRUE (``columns`` of them; None: all)."""
+    if _comparisons(predicate) <= MAX_ARROW_COMPARISONS:
+        return dataset.to_table(columns=columns, filter=to_arrow(predicate, schema))
+    wanted = columns if columns is not None else dataset.schema.names
+    needed = list(dict.fromkeys([*wanted, *sorted(predicate.columns())]))
+    table = dataset.to_table(columns=needed)
+    return table.filter(_mask(table, predicate, schema)).select(wanted)
+
+
+def _mask(table: pa.Table, predicate: Predicate, schema: pa.Schema) -> pa.ChunkedArray:
+    """``predicate`` on every row of ``table``: TRUE, FALSE or NULL."""
+    if _comparisons(predicate) <= MAX_ARROW_COMPARISONS:
+        return ds.dataset(table).to_table(columns={"matches": to_arrow(predicate, schema)}).column("matches")
+    if isinstance(predicate, And):
+        return pc.and_kleene(_mask(table, predicate.left, schema), _mask(table, predicate.right, schema))
+    if isinstance(predicate, Or):
+        return pc.or_kleene(_mask(table, predicate.left, schema), _mask(table, predicate.right, schema))
+    return pc.invert(_mask(table, predicate.operand, schema))
+
+
+def _comparisons(predicate: Predicate) -> int:
+    if isinstance(predicate, And | Or):
+        return _comparisons(predicate.left) + _comparisons(predicate.right)
+    if isinstance(predicate, Not):
+        return _comparisons(predicate.operand)
+    return 1
 
 
 def _column_comparison(predicate: ColumnComparison, schema: pa.Schema) -> pc.Expression:

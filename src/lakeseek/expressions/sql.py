@@ -10,6 +10,8 @@ same way lakeseek does.
 from __future__ import annotations
 
 import datetime as dt
+import sys
+import threading
 from decimal import Decimal
 
 import pyarrow as pa
@@ -45,27 +47,82 @@ class LakeseekDialect(Spark):
 _COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
 
+# sqlglot parses and prints nested SQL recursively: deep predicates run in a thread with a
+# deep stack; past these limits a predicate is refused with a message, not a traceback.
+MAX_NESTING = 2_000
+_DEEP_RECURSION = 40 * MAX_NESTING
+_DEEP_STACK_BYTES = 512 * 1024 * 1024
+
+
 def parse_tree(text: str) -> exp.Expr:
     if not text or not text.strip():
         raise PredicateParseError("the predicate is empty")
     try:
-        trees = sqlglot.parse(text, read=LakeseekDialect)
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:  # bytes that are not UTF-8, kept by Python as surrogates
+        raise PredicateParseError(f"the predicate is not valid UTF-8 text (at character {error.start})") from None
+    try:
+        trees = _deeply(sqlglot.parse, text, read=LakeseekDialect)
     except SqlglotError as error:
-        raise PredicateParseError(f"malformed predicate {text!r}: {_first_line(error)}") from error
+        raise PredicateParseError(f"malformed predicate {_shown(text)}: {_first_line(error)}") from error
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
-        raise PredicateParseError(f"malformed predicate {text!r}: expected one boolean expression")
+        raise PredicateParseError(f"malformed predicate {_shown(text)}: expected one boolean expression")
     return trees[0]
 
 
 def parse_where(text: str) -> Predicate:
     """Parse a SQL ``WHERE`` predicate."""
-    return _convert(parse_tree(text))
+    return _deeply(_convert, parse_tree(text))
 
 
 def to_spark_sql(text: str) -> str:
     """The predicate as Spark SQL text that Spark reads exactly as lakeseek does."""
-    return parse_tree(text).sql(dialect="spark")
+    return _deeply(parse_tree(text).sql, dialect="spark")
+
+
+def _deeply(function, *args, **kwargs):
+    """``function(*args, **kwargs)``, in a thread with a deep stack if it runs out of recursion."""
+    try:
+        return function(*args, **kwargs)
+    except RecursionError:
+        pass
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, _DEEP_RECURSION))
+        try:
+            outcome["value"] = function(*args, **kwargs)
+        except RecursionError:
+            outcome["error"] = PredicateParseError(
+                f"the predicate nests too deeply (lakeseek takes up to about {MAX_NESTING:,} levels)"
+            )
+        except Exception as error:
+            outcome["error"] = error
+        finally:
+            sys.setrecursionlimit(limit)
+
+    with _STACK_SIZE_LOCK:
+        previous = threading.stack_size(_DEEP_STACK_BYTES)
+        try:
+            worker = threading.Thread(target=run, name="lakeseek-deep-predicate")
+            worker.start()
+        finally:
+            threading.stack_size(previous)
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+_STACK_SIZE_LOCK = threading.Lock()
+
+
+def _shown(text: str) -> str:
+    """The predicate for a one-line message: shortened if long."""
+    shown = repr(text)
+    return shown if len(shown) <= 200 else shown[:160] + f"... ({len(text):,} characters)"
 
 
 def _first_line(error: Exception) -> str:
@@ -73,14 +130,18 @@ def _first_line(error: Exception) -> str:
 
 
 def _convert(node: exp.Expr) -> Predicate:
-    if isinstance(node, exp.Paren):
-        return _convert(node.this)
-    if isinstance(node, exp.And):
-        return And(_convert(node.left), _convert(node.right))
-    if isinstance(node, exp.Or):
-        return Or(_convert(node.left), _convert(node.right))
-    if isinstance(node, exp.Not):
-        return Not(_convert(node.this))
+    negated = False
+    while isinstance(node, exp.Paren | exp.Not):  # NOT NOT x is x in three-valued logic too
+        negated ^= isinstance(node, exp.Not)
+        node = node.this
+    converted = _convert_one(node)
+    return Not(converted) if negated else converted
+
+
+def _convert_one(node: exp.Expr) -> Predicate:
+    if isinstance(node, exp.And | exp.Or):
+        operands = [_convert(operand) for operand in _chain(node, type(node))]
+        return balanced(operands, And if isinstance(node, exp.And) else Or)
     if isinstance(node, exp.Boolean):
         return Constant(bool(node.this))
     if isinstance(node, exp.Null):
@@ -105,7 +166,8 @@ def _convert(node: exp.Expr) -> Predicate:
         pattern = _literal(node.expression)
         if pattern.kind != "string":
             raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: LIKE needs a string pattern")
-        return Like(_column(node.this), _checked_like(pattern.value))
+        like = Like(_column(node.this), _checked_like(pattern.value))
+        return Not(like) if node.args.get("negate") else like  # sqlglot reads `a NOT LIKE p` as a negated Like
     if isinstance(node, exp.Escape):
         raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: LIKE ... ESCAPE")
     if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
@@ -121,6 +183,32 @@ def _convert(node: exp.Expr) -> Predicate:
             return Comparison(FLIPPED[op], _column(right), _literal(left))
         raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: compare a column with a literal")
     raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}")
+
+
+def _chain(node: exp.Expr, kind: type) -> list[exp.Expr]:
+    """The operands of a chain of one operator (``a AND b AND c``, parenthesised or not), in order."""
+    operands = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        while isinstance(current, exp.Paren) and isinstance(current.this, kind):
+            current = current.this
+        if isinstance(current, kind):
+            pending += [current.right, current.left]
+        else:
+            operands.append(current)
+    return operands
+
+
+def balanced(operands: list[Predicate], kind: type) -> Predicate:
+    """``operands`` joined by ``kind`` (And or Or) in a tree of logarithmic depth, so that a
+    flat chain of thousands of comparisons binds, plans and filters without deep recursion."""
+    while len(operands) > 1:
+        operands = [
+            kind(operands[n], operands[n + 1]) if n + 1 < len(operands) else operands[n]
+            for n in range(0, len(operands), 2)
+        ]
+    return operands[0]
 
 
 def _is(node: exp.Is) -> Predicate:

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format.bloom import BloomFilter
-from lakeseek.format.sealed import check_sealed, sealed_name
+from lakeseek.format.sealed import check_sealed, index_path, sealed_name
 from lakeseek.io import Storage
 
 SCHEMA = pa.schema([pa.field("path", pa.string(), nullable=False), pa.field("bloom", pa.binary(), nullable=False)])
@@ -33,7 +33,7 @@ class FiltersRef:
 
     @classmethod
     def from_json(cls, raw: dict | None) -> FiltersRef | None:
-        return None if raw is None else cls(str(raw["path"]), int(raw["size"]))
+        return None if raw is None else cls(index_path(raw["path"]), int(raw["size"]))
 
 
 def write_filters(storage: Storage, index_dir: str, operation_id: str, blooms: dict[str, bytes]) -> FiltersRef:
@@ -55,7 +55,7 @@ def read_filter_bytes(storage: Storage, path: str) -> dict[str, bytes]:
     check_sealed(path, data, "delta filter file")
     try:
         table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True).cast(SCHEMA)
-    except (pa.ArrowException, ValueError) as error:
+    except (pa.ArrowException, OSError, ValueError) as error:  # pyarrow: OSError for CRC and thrift errors
         raise IndexCorruptError(f"delta filter file {path} is truncated or corrupt") from error
     return dict(zip(table.column("path").to_pylist(), table.column("bloom").to_pylist(), strict=True))
 

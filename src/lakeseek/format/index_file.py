@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format import values
 from lakeseek.format.bloom import BloomFilter
+from lakeseek.format.sealed import index_path
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import Storage
 
@@ -88,7 +89,7 @@ class IndexFileInfo:
     @classmethod
     def from_json(cls, raw: dict, key_type: pa.DataType) -> IndexFileInfo:
         return cls(
-            path=raw["path"],
+            path=index_path(raw["path"]),
             min=values.decode(raw["min"], key_type),
             max=values.decode(raw["max"], key_type),
             entries=int(raw["entries"]),
@@ -300,7 +301,7 @@ def read_footer(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.D
         ranges = json.loads(metadata.metadata[CHUNKS_METADATA])
         bloom_text = metadata.metadata.get(BLOOM_METADATA)
         bloom = None if bloom_text is None else BloomFilter.from_bytes(base64.b64decode(bloom_text))
-    except (pa.ArrowException, KeyError, ValueError, TypeError) as error:
+    except (pa.ArrowException, OSError, KeyError, ValueError, TypeError) as error:
         raise IndexCorruptError(f"index file {path} has an unreadable footer") from error
     if len(ranges) != metadata.num_row_groups:
         raise IndexCorruptError(f"index file {path} has an inconsistent footer")

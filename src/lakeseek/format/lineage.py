@@ -96,7 +96,7 @@ def read_lineage(storage: Storage, path: str) -> Lineage:
         if "version" not in table.schema.names:  # a format 2 manifest: no version recorded
             table = table.append_column("version", pa.nulls(table.num_rows, pa.string()))
         table = table.select(SCHEMA.names).cast(SCHEMA)
-    except (pa.ArrowException, KeyError, ValueError) as error:
+    except (pa.ArrowException, OSError, KeyError, ValueError) as error:  # pyarrow: OSError for CRC and thrift
         raise IndexCorruptError(f"lineage file {path} is truncated or corrupt") from error
     columns = table.to_pydict()
     versions = columns["version"]

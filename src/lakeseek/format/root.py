@@ -18,14 +18,19 @@ from lakeseek.format import values
 from lakeseek.format.filters import FiltersRef
 from lakeseek.format.index_file import IndexFileInfo
 from lakeseek.format.lineage import Lineage
+from lakeseek.format.sealed import index_path
 from lakeseek.format.values import KeyValue, sort_key
 
 # 3: lineage records each file's version token (docs/freshness.md), and manifests and the
 # delta filter file are named after their checksum and size (format/sealed.py).
-FORMAT_VERSION = 3
+# 4: the schema is the merge of every indexed file's (types widened, other spellings of a
+# column in the schema's metadata; see lakeseek.evolution), and ``schema_checked`` says so.
+FORMAT_VERSION = 4
 # Versions this lakeseek reads. A version 2 root recorded no version tokens: its files all
-# count as changed (every query reads them) until a refresh records them anew.
-READABLE_FORMAT_VERSIONS = (2, 3)
+# count as changed (every query reads them) until a refresh records them anew. A root
+# without ``schema_checked`` (versions 2 and 3) took its schema from one file: queries merge
+# in the schema of every file until a refresh checks them.
+READABLE_FORMAT_VERSIONS = (2, 3, 4)
 
 
 @dataclass(frozen=True)
@@ -128,7 +133,7 @@ class LineagePart:
             files=int(raw["files"]),
             lake_bytes=int(raw["lake_bytes"]),
             size=int(raw["size"]),
-            path=raw.get("path"),
+            path=None if raw.get("path") is None else index_path(raw["path"]),
             inline=None if inline is None else _inline_lineage(inline),
         )
 
@@ -231,6 +236,9 @@ class Root:
     columns: dict[str, ColumnIndex]
     lineage: LineageSet
     delta_filters: FiltersRef | None = None  # bloom filters of the delta segments' index files
+    # Whether ``schema`` holds every indexed file's types (format 4): each value of an indexed
+    # file is exact in it, so is its key. False for roots of earlier formats.
+    schema_checked: bool = False
 
     @property
     def index_bytes(self) -> int:
@@ -270,6 +278,7 @@ class Root:
             "columns": {name: column.to_json() for name, column in self.columns.items()},
             "lineage": self.lineage.to_json(),
             "delta_filters": None if self.delta_filters is None else self.delta_filters.to_json(),
+            "schema_checked": self.schema_checked,
         }
 
     @classmethod
@@ -292,9 +301,16 @@ class Root:
                 schema=values.deserialize_schema(raw["schema"]),
                 spark_schema=str(raw["spark_schema"]),
                 partition_columns=tuple(raw["partition_columns"]),
-                columns={n: ColumnIndex.from_json(n, c) for n, c in raw["columns"].items()},
+                columns=_columns(raw["columns"]),
                 lineage=LineageSet.from_json(raw["lineage"]),
                 delta_filters=FiltersRef.from_json(raw.get("delta_filters")),
+                schema_checked=raw.get("schema_checked") is True,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise IndexCorruptError(f"index log entry is malformed ({error!r})") from error
+
+
+def _columns(raw: dict) -> dict[str, ColumnIndex]:
+    if not raw:  # lakeseek never commits an index of no column: a forged or damaged entry
+        raise ValueError("the root indexes no column")
+    return {name: ColumnIndex.from_json(name, column) for name, column in raw.items()}

@@ -44,3 +44,16 @@ def check_sealed(path: str, data: bytes, what: str) -> None:
             f"{what} {path} is not the file its index version wrote (checksum or size mismatch): "
             "an older, truncated or damaged copy"
         )
+
+
+# Every file a root names lies below the index directory, in one of lakeseek's own folders:
+# a root naming anything else (``../``, an absolute path) is damaged or forged, and is
+# refused before any read, write or delete could use the name.
+_INDEX_PATH = re.compile(r"(data|lineage|filters)(/[A-Za-z0-9_=-][A-Za-z0-9_.=-]*)+")
+
+
+def index_path(raw: object) -> str:
+    """``raw`` if it names a file inside the index directory, else ValueError."""
+    if not isinstance(raw, str) or not _INDEX_PATH.fullmatch(raw):
+        raise ValueError(f"the root names {raw!r}, which is not a file of the index directory")
+    return raw

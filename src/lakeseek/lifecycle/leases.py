@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 from dataclasses import asdict, dataclass
@@ -23,6 +24,12 @@ LEASE_DIR = "_leases"
 LEASE_TTL_MS = 6 * 3600 * 1000
 
 
+# Operation ids are uuid4 hex strings: a lease file named otherwise is not lakeseek's, and
+# no name read from storage ever reaches a path without matching this.
+OPERATION_ID = re.compile(r"[0-9a-f]{32}")
+_MAX_PID = 2**31 - 1
+
+
 @dataclass(frozen=True)
 class Lease:
     operation_id: str
@@ -31,9 +38,10 @@ class Lease:
     pid: int
     started_ms: int
     expires_ms: int
+    readable: bool = True  # False: the file is damaged; such a lease counts as expired
 
     def is_alive(self, now_ms: int | None = None) -> bool:
-        if (now_ms or _now_ms()) > self.expires_ms:
+        if not self.readable or (now_ms or _now_ms()) > self.expires_ms:
             return False
         if self.host != socket.gethostname():
             return True  # another machine's process: trust the expiry
@@ -45,6 +53,35 @@ class Lease:
             return True
         return True
 
+    @classmethod
+    def parse(cls, operation_id: str, data: bytes) -> Lease:
+        """The lease in ``data``, checked field by field; a damaged one if anything is off
+        (wrong types, a pid no process can have, another operation's id)."""
+        try:
+            raw = json.loads(data)
+            fields = {
+                "operation_id": raw["operation_id"],
+                "operation": raw["operation"],
+                "host": raw["host"],
+                "pid": raw["pid"],
+                "started_ms": raw["started_ms"],
+                "expires_ms": raw["expires_ms"],
+            }
+        except (ValueError, KeyError, TypeError):
+            return cls.damaged(operation_id)
+        texts = all(isinstance(fields[key], str) for key in ("operation_id", "operation", "host"))
+        numbers = all(
+            isinstance(fields[key], int) and not isinstance(fields[key], bool)
+            for key in ("pid", "started_ms", "expires_ms")
+        )
+        if not (texts and numbers) or fields["operation_id"] != operation_id or not 0 < fields["pid"] <= _MAX_PID:
+            return cls.damaged(operation_id)
+        return cls(**fields)
+
+    @classmethod
+    def damaged(cls, operation_id: str) -> Lease:
+        return cls(operation_id, "unknown", "", 0, 0, 0, readable=False)
+
 
 class Leases:
     def __init__(self, storage: Storage, index_dir: str) -> None:
@@ -52,13 +89,16 @@ class Leases:
         self.directory = f"{index_dir}/{LEASE_DIR}"
 
     def path(self, operation_id: str) -> str:
+        if not OPERATION_ID.fullmatch(operation_id):
+            raise ValueError(f"not an operation id: {operation_id!r}")
         return f"{self.directory}/{operation_id}.json"
 
     def acquire(self, operation_id: str, operation: str) -> Lease:
         now = _now_ms()
         lease = Lease(operation_id, operation, socket.gethostname(), os.getpid(), now, now + LEASE_TTL_MS)
+        body = {key: value for key, value in asdict(lease).items() if key != "readable"}
         # Atomic, so that vacuum never reads a half-written lease of a live operation as a dead one.
-        self.storage.put_if_absent(self.path(operation_id), json.dumps(asdict(lease)).encode(), operation_id)
+        self.storage.put_if_absent(self.path(operation_id), json.dumps(body).encode(), operation_id)
         return lease
 
     def holds(self, lease: Lease) -> bool:
@@ -68,17 +108,35 @@ class Leases:
         self.storage.delete_file(self.path(operation_id))
 
     def all(self) -> list[Lease]:
-        """Every lease; an unreadable one (its writer died mid-write) counts as expired."""
+        """Every lease, by the operation id its file is named after; a damaged one (its
+        writer died mid-write, or it was tampered with) counts as expired."""
         found = []
-        for status in self.storage.list_files(self.directory, recursive=False):
-            name = status.path.rsplit("/", 1)[-1]
-            if not name.endswith(".json"):
+        for name in self._names():
+            operation_id = name.removesuffix(".json")
+            if not (name.endswith(".json") and OPERATION_ID.fullmatch(operation_id)):
                 continue
             try:
-                found.append(Lease(**json.loads(self.storage.read(status.path))))
-            except (ValueError, TypeError, FileNotFoundError):
-                found.append(Lease(name[: -len(".json")], "unknown", "", 0, 0, 0))
+                found.append(Lease.parse(operation_id, self.storage.read(f"{self.directory}/{name}")))
+            except FileNotFoundError:
+                continue  # released meanwhile
         return found
+
+    def strays(self) -> list[str]:
+        """Files in the lease directory that are neither leases nor a lease being written:
+        reported, never deleted (lakeseek did not write them)."""
+        return [
+            name
+            for name in self._names()
+            if not name.startswith(".tmp-")
+            and not (name.endswith(".json") and OPERATION_ID.fullmatch(name.removesuffix(".json")))
+        ]
+
+    def _names(self) -> list[str]:
+        try:
+            statuses = self.storage.list_files(self.directory, recursive=False)
+        except FileNotFoundError:
+            return []  # another operation removed the directory while it was listed
+        return [status.path.rsplit("/", 1)[-1] for status in statuses]
 
 
 def _now_ms() -> int:

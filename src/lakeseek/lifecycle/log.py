@@ -9,6 +9,8 @@ written before the entry, under unique names; until the entry exists they are in
 from __future__ import annotations
 
 import json
+import logging
+import re
 import zlib
 
 from lakeseek.exceptions import CommitFailedError, IndexCorruptError, IndexNotFoundError
@@ -17,6 +19,8 @@ from lakeseek.io import Storage
 
 LOG_DIR = "log"
 _SUFFIX = ".json"
+_ENTRY_NAME = re.compile(r"(\d{20})\.json")
+logger = logging.getLogger("lakeseek")
 
 
 class IndexLog:
@@ -29,22 +33,66 @@ class IndexLog:
         return f"{self.log_dir}/{version:020d}{_SUFFIX}"
 
     def versions(self) -> list[int]:
+        """The committed versions: entries named exactly as commits name them (20 digits)."""
         found = []
         for status in self.storage.list_files(self.log_dir, recursive=False):
-            name = status.path.rsplit("/", 1)[-1]
-            stem = name[: -len(_SUFFIX)]
-            if name.endswith(_SUFFIX) and stem.isdigit():
-                found.append(int(stem))
+            match = _ENTRY_NAME.fullmatch(status.path.rsplit("/", 1)[-1])
+            if match:
+                found.append(int(match.group(1)))
         return sorted(found)
 
     def delete(self, version: int) -> None:
         self.storage.delete_file(self.entry_path(version))
 
     def latest(self) -> Root:
+        """The newest version that reads whole. Newer entries that do not (truncated, forged,
+        or holding another version's root) are skipped with a warning naming them: queries
+        stay exact on the older version (files changed since are read), and the next commit,
+        numbered past them, makes the log whole again (``lakeseek refresh --mode full``)."""
         versions = self.versions()
         if not versions:
             raise IndexNotFoundError(f"no lakeseek index at {self.index_dir}")
-        return self.read(versions[-1])
+        damaged = []
+        for version in reversed(versions):
+            try:
+                root = self.read(version)
+            except IndexCorruptError as error:
+                damaged.append(str(error))
+                continue
+            if damaged:
+                logger.warning(
+                    "%s; using version %d, the newest whole one (run `lakeseek refresh --mode full` to repair)",
+                    "; ".join(damaged),
+                    version,
+                )
+            return root
+        raise IndexCorruptError(
+            f"every entry of the index log {self.log_dir} is damaged ({damaged[0]}): "
+            "delete the index and create it again"
+        )
+
+    def roots(self) -> dict[int, Root]:
+        """Every version that reads whole, by number (damaged entries left out)."""
+        found = {}
+        for version in self.versions():
+            try:
+                found[version] = self.read(version)
+            except IndexCorruptError:
+                continue
+        return found
+
+    def next_version(self, base: Root) -> int:
+        """The number a commit on top of ``base`` takes: the next one, or past the damaged
+        entries above ``base``. If an entry above it reads whole, another writer committed
+        since: the next number then, so the commit fails and the writer starts again."""
+        above = [version for version in self.versions() if version > base.version]
+        for version in above:
+            try:
+                self.read(version)
+            except IndexCorruptError:
+                continue
+            return base.version + 1
+        return (above[-1] if above else base.version) + 1
 
     def read(self, version: int) -> Root:
         path = self.entry_path(version)
@@ -52,7 +100,10 @@ class IndexLog:
             data = self.storage.read(path)
         except FileNotFoundError as error:
             raise IndexNotFoundError(f"index version {version} not found at {path}") from error
-        return Root.from_json(decode_entry(data, path))
+        root = Root.from_json(decode_entry(data, path))
+        if root.version != version:
+            raise IndexCorruptError(f"index log entry {path} holds version {root.version}, not {version}")
+        return root
 
     def commit(self, root: Root, owner: str = "") -> None:
         """Commit ``root`` as its version, or raise CommitFailedError if that version exists."""

@@ -26,15 +26,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+import pyarrow as pa
+
 from lakeseek.exceptions import (
     CommitFailedError,
     IndexAlreadyExistsError,
+    IndexCorruptError,
     IndexNotFoundError,
     LakeNotFoundError,
     LakeseekError,
     OperationCancelledError,
     UnsupportedColumnError,
 )
+from lakeseek.expressions.binding import value_type
 from lakeseek.format.filters import read_filter_bytes, write_filters
 from lakeseek.format.index_file import DEFAULT_CHUNK_ROWS, read_footer
 from lakeseek.format.lineage import Lineage, write_lineage
@@ -56,9 +60,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger("lakeseek")
 # Index entries per index file (one write task each); fewer files when the lake is small.
 ENTRIES_PER_INDEX_FILE = 4_000_000
+# A chunk is read whole by a lookup and an index file is written by one task: bounds that
+# keep both within one machine's memory.
+MAX_CHUNK_ROWS = 1 << 26
+MAX_ENTRIES_PER_INDEX_FILE = 1 << 40
 # Up to this many files the lineage lives inside the root, so a cold lookup needs no extra read.
 INLINE_LINEAGE_MAX_FILES = 20_000
 MAX_COMMIT_ATTEMPTS = 5
+# A temporary file lives for the milliseconds of one atomic write; vacuum leaves younger
+# ones alone, so it never deletes a lease or log entry being written.
+TEMPORARY_GRACE_MS = 3600 * 1000
 DEFAULT_RETENTION_HOURS = 168.0
 
 RefreshMode = Literal["full", "incremental", "quick"]
@@ -92,9 +103,11 @@ def create_index(
     multi-row-group files). ``progress`` receives (label, done, total) task counts.
     """
     names = _column_list(columns)
+    config = _checked_config(chunk_rows, entries_per_index_file, row_groups)
     location = locate(source, index, name, existing=False)
+    if not location.storage.is_dir(location.lake_root):
+        raise LakeNotFoundError(f"lake not found: {location.lake_root} is not a directory")
     log = IndexLog(location.storage, location.index_dir)
-    config = IndexConfig(chunk_rows, entries_per_index_file, row_groups)
     with _operation(location, "create") as op:
         if log.versions():
             root = op.transact(lambda base: _add_columns(op, base, names, runner_for("spark", spark, progress)))
@@ -106,7 +119,8 @@ def create_index(
 def _create(
     op: _Operation, names: list[str], config: IndexConfig, spark: SparkSession | None, progress: ProgressCallback | None
 ) -> Root:
-    from lakeseek.spark.build import IndexJob, discover_lake, indexed_columns
+    from lakeseek.evolution import spark_schema_json
+    from lakeseek.spark.build import IndexJob, discover_lake, indexed_columns, merged_schema
     from lakeseek.spark.session import default_session
 
     location = op.location
@@ -114,20 +128,25 @@ def _create(
     if not files:
         raise LakeNotFoundError(f"no data files in {location.lake_root}")
     spark = spark or default_session()
+    runner = runner_for("spark", spark, progress)
     lake = discover_lake(spark, location.storage, location.lake_root, next(iter(files)))
-    columns = indexed_columns(names, lake.schema, lake.partition_columns)
+    # Spark's schema is one file's: every file's is merged in (lakeseek.evolution).
+    schema = merged_schema(
+        lambda: runner, location.storage, location.lake_root, lake.schema, lake.partition_columns, list(files)
+    )
+    columns = indexed_columns(names, schema, lake.partition_columns)
     lineage = _numbered(files, first_id=0)
     job = IndexJob(
         location.storage,
         location.lake_root,
         location.index_dir,
         op.id,
-        lake.schema,
+        schema,
         lake.partition_columns,
         config,
         spark.sparkContext.defaultParallelism,
     )
-    segments = job.run(runner_for("spark", spark, progress), columns, lineage, bloom=False)
+    segments = job.run(runner, columns, lineage, bloom=False)
     root = Root(
         version=0,
         operation="create",
@@ -135,11 +154,12 @@ def _create(
         state=ACTIVE,
         data_version=0,
         config=config,
-        schema=lake.schema,
-        spark_schema=lake.spark_schema,
+        schema=schema,
+        spark_schema=spark_schema_json(schema, lake.partition_columns, lake.schema, lake.spark_schema),
         partition_columns=lake.partition_columns,
         columns={c.name: ColumnIndex(c.name, c.key_type, (segments[c.name],)) for c in columns},
         lineage=LineageSet((op.lineage_part(lineage, 0),), frozenset(), len(lineage)),
+        schema_checked=True,
     )
     try:
         op.commit(root)
@@ -160,15 +180,27 @@ def _add_columns(op: _Operation, base: Root, names: list[str], runner: Runner) -
             "use refresh to bring it up to date, or another --name for a separate index"
         )
     reader = IndexReader(op.location.storage, op.location.index_dir, base)
-    state = compare(reader.lineage(), _lake_files(op.location), reader.pending())
-    unchanged = _subset(reader.lineage(), set(state.indexed))  # changed files are read by every query anyway
+    lineage = reader.lineage()
+    state = compare(lineage, _lake_files(op.location), reader.pending())
+    # Every column covers every file of the lineage that is not tombstoned: queries and
+    # status trust a file whose stamp matches for every column. The new columns can only
+    # index the files that are in the lake as indexed; the others (removed, or rewritten)
+    # are tombstoned, so that if they come back with the same stamp (a directory moved out
+    # and back keeps its files' inodes and ctimes) they count as new, are read by every
+    # query, and the next refresh indexes them for every column.
+    unchanged = _subset(lineage, set(state.indexed))
+    tombstones = frozenset(lineage.ids) - set(state.indexed)
     segments = op.index_job(base, runner).run(runner, new, unchanged, bloom=False)
 
     def change(latest: Root) -> Root | None:
         if not _same_data(base, latest):
             return None
         added = {c.name: ColumnIndex(c.name, c.key_type, (segments[c.name],)) for c in new}
-        return dataclasses.replace(latest, operation="add columns", columns={**latest.columns, **added})
+        columns = {**latest.columns, **added}
+        if not tombstones:
+            return dataclasses.replace(latest, operation="add columns", columns=columns)
+        lineage_set = dataclasses.replace(latest.lineage, removed=latest.lineage.removed | tombstones)
+        return _with_data(latest, "add columns", columns=columns, lineage=lineage_set)
 
     return change
 
@@ -205,11 +237,11 @@ def refresh_index(
 
 def _refresh(op: _Operation, base: Root, mode: str, runner: Callable[[], Runner]) -> Change | None:
     _require_active(base, op.location)
+    files = _lake_files(op.location)
+    if mode == "full":  # reads nothing of the old index: it repairs damaged index files too
+        return _rebuild(op, base, files, runner())
     reader = IndexReader(op.location.storage, op.location.index_dir, base)
     lineage, pending = reader.lineage(), reader.pending()
-    files = _lake_files(op.location)
-    if mode == "full":
-        return _rebuild(op, base, files, runner())
     state = compare(lineage, files, pending)
     if state.is_fresh:
         return None
@@ -228,9 +260,19 @@ def _refresh(op: _Operation, base: Root, mode: str, runner: Callable[[], Runner]
     inline_budget = base.lineage.inline_files - base.lineage.pending_files
     part = op.lineage_part(changed, inline_budget) if len(changed) else None
     segments: dict[str, Segment] = {}
+    checked: dict = {}  # the schema the indexed files merge to, when this refresh indexes files
     if mode == "incremental" and part is not None:
         job_runner = runner()
-        segments = op.index_job(base, job_runner).run(job_runner, _columns(base), changed, bloom=True)
+        # A root of an earlier format vouches for no file's schema: every file is checked.
+        schema_files = state.unindexed if base.schema_checked else list(files)
+        now = _schema_now(op.location, base, files, schema_files, lambda: job_runner)
+        retyped = [c for c in base.columns if not _same_type(base.schema, now.schema, c)]
+        if retyped:
+            # Keys of the old type cannot take the new values: every file is indexed again.
+            logger.info("column(s) %s changed type in new files: the index is rebuilt", ", ".join(retyped))
+            return _rebuild(op, base, files, job_runner)
+        segments = op.index_job(now, job_runner).run(job_runner, _columns(now), changed, bloom=True)
+        checked = {"schema": now.schema, "spark_schema": now.spark_schema, "schema_checked": True}
 
     def change(latest: Root) -> Root | None:
         if not _same_data(base, latest):
@@ -248,24 +290,78 @@ def _refresh(op: _Operation, base: Root, mode: str, runner: Callable[[], Runner]
             next_file_id=next_id,
             pending=part if mode == "quick" else None,
         )
-        return _with_data(latest, f"refresh {mode}", columns=columns, lineage=lineage_set)
+        return _with_data(latest, f"refresh {mode}", columns=columns, lineage=lineage_set, **checked)
 
     return change
 
 
 def _rebuild(op: _Operation, base: Root, files: dict[str, Stamp], runner: Runner) -> Change:
+    from lakeseek.spark.build import indexed_columns
+
+    now = _schema_now(op.location, base, files, list(files), lambda: runner)
+    indexed = []
+    for name in base.columns:
+        try:
+            indexed += indexed_columns([name], now.schema, now.partition_columns)
+        except UnsupportedColumnError as error:  # a partition column that became a DOUBLE
+            logger.warning("column '%s' can no longer be indexed, the index drops it: %s", name, error)
+    if not indexed:
+        raise UnsupportedColumnError("no column of the index can still be indexed: delete the index")
     lineage = _numbered(files, first_id=0)
-    segments = op.index_job(base, runner).run(runner, _columns(base), lineage, bloom=False)
+    segments = op.index_job(now, runner).run(runner, indexed, lineage, bloom=False)
     part = op.lineage_part(lineage, 0)
 
     def change(latest: Root) -> Root | None:
         if set(latest.columns) != set(base.columns):
             return None
-        columns = {name: dataclasses.replace(c, segments=(segments[name],)) for name, c in latest.columns.items()}
+        columns = {
+            c.name: dataclasses.replace(latest.columns[c.name], key_type=c.key_type, segments=(segments[c.name],))
+            for c in indexed
+        }
         lineage_set = LineageSet((part,), frozenset(), len(lineage))
-        return _with_data(latest, "refresh full", columns=columns, lineage=lineage_set)
+        return _with_data(
+            latest,
+            "refresh full",
+            columns=columns,
+            lineage=lineage_set,
+            schema=now.schema,
+            spark_schema=now.spark_schema,
+            schema_checked=True,
+        )
 
     return change
+
+
+def _schema_now(
+    location: Location, base: Root, files: dict[str, Stamp], paths: list[str], runner: Callable[[], Runner]
+) -> Root:
+    """``base`` with the lake's schema now (lakeseek.evolution): partition types inferred from
+    the listing ``files``, the schemas of the data files ``paths`` merged in."""
+    from lakeseek.evolution import (
+        current_partition_types,
+        infer_partition_types,
+        spark_schema_json,
+        with_partition_types,
+    )
+    from lakeseek.spark.build import merged_schema
+
+    schema = base.schema
+    partitions = base.partition_columns
+    if partitions:
+        reader = IndexReader(location.storage, location.index_dir, base)
+        try:
+            indexed_paths = reader.lineage().paths + reader.pending().paths
+        except IndexCorruptError:  # a damaged manifest: the listing alone says what the types are
+            indexed_paths = list(files)
+        then = infer_partition_types(indexed_paths, partitions)
+        schema = with_partition_types(schema, current_partition_types(schema, partitions, then, files))
+    schema = merged_schema(runner, location.storage, location.lake_root, schema, partitions, sorted(paths))
+    spark_schema = spark_schema_json(schema, partitions, base.schema, base.spark_schema)
+    return dataclasses.replace(base, schema=schema, spark_schema=spark_schema, schema_checked=True)
+
+
+def _same_type(old: pa.Schema, new: pa.Schema, column: str) -> bool:
+    return value_type(new.field(column).type).equals(value_type(old.field(column).type))
 
 
 # -- optimize -------------------------------------------------------------------------------
@@ -402,19 +498,25 @@ def vacuum_index(
     versions = log.versions()
     if not versions:
         raise IndexNotFoundError(f"no lakeseek index at {index_dir}")
+    roots = log.roots()  # damaged entries reference nothing anyone can read
+    if not roots:
+        log.latest()  # says that every entry is damaged, and what to do
+    readable = sorted(roots)
     cutoff_ms = _now_ms() - retention_hours * 3600 * 1000
-    retained = [versions[-1]]
-    for version in reversed(versions[:-1]):
-        if log.read(version).timestamp_ms < cutoff_ms:
+    retained = [readable[-1]]
+    for version in reversed(readable[:-1]):
+        if roots[version].timestamp_ms < cutoff_ms:
             break
         retained.append(version)
-    referenced = set().union(*(log.read(v).referenced_paths() for v in retained))
+    referenced = set().union(*(roots[v].referenced_paths() for v in retained))
     kept_entries = {_relative(log.entry_path(v), index_dir) for v in versions if v >= min(retained)}
     deleted = deleted_bytes = 0
     for status in listed:
         relative = _relative(status.path, index_dir)
         if relative in referenced or relative in kept_entries or _owner(relative) in live:
             continue
+        if _is_temporary(relative) and status.mtime_ns > (_now_ms() - TEMPORARY_GRACE_MS) * 1_000_000:
+            continue  # an atomic write under way: the lease it will become is not there yet
         if relative.startswith(f"{LOG_DIR}/") and _owner(relative) is None and not relative.endswith(".json"):
             continue  # not ours
         storage.delete_file(status.path)
@@ -484,7 +586,7 @@ class _Operation:
                 root = change(latest)
                 if root is None:
                     break  # no longer valid: prepare again on the latest version
-                root = dataclasses.replace(root, version=latest.version + 1, timestamp_ms=_now_ms())
+                root = dataclasses.replace(root, version=self.log.next_version(latest), timestamp_ms=_now_ms())
                 self.check_lease()
                 root = self.with_delta_filters(root, latest)
                 if root.data_version == _THIS_VERSION:
@@ -587,8 +689,7 @@ def _discard(location: Location, operation_id: str, referenced: set[str] | None 
     if not mine:
         return
     if referenced is None:
-        log = IndexLog(storage, index_dir)
-        referenced = set().union(*(log.read(v).referenced_paths() for v in log.versions()))
+        referenced = set().union(*(root.referenced_paths() for root in IndexLog(storage, index_dir).roots().values()))
     for status in mine:
         if _relative(status.path, index_dir) not in referenced:
             storage.delete_file(status.path)
@@ -607,6 +708,10 @@ def _owner(relative: str) -> str | None:
     if len(parts) == 2 and parts[0] == LEASE_DIR:
         return parts[1].removesuffix(".json")
     return None
+
+
+def _is_temporary(relative: str) -> bool:
+    return relative.rsplit("/", 1)[-1].startswith(".tmp-")
 
 
 def _is_lease(relative: str) -> bool:
@@ -678,6 +783,16 @@ def _stamped(ids: list[int], paths: list[str], files: dict[str, Stamp]) -> Linea
 
 def _subset(lineage: Lineage, ids: set[int]) -> Lineage:
     return lineage.without(frozenset(set(lineage.ids) - ids))
+
+
+def _checked_config(chunk_rows: int, entries_per_index_file: int, row_groups: bool) -> IndexConfig:
+    for option, value, limit in (
+        ("chunk_rows", chunk_rows, MAX_CHUNK_ROWS),
+        ("entries_per_index_file", entries_per_index_file, MAX_ENTRIES_PER_INDEX_FILE),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
+            raise LakeseekError(f"{option} must be a whole number from 1 to {limit:,}, not {value!r}")
+    return IndexConfig(chunk_rows, entries_per_index_file, bool(row_groups))
 
 
 def _column_list(columns: list[str] | str) -> list[str]:

@@ -21,17 +21,18 @@ import itertools
 import math
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
+from lakeseek.datetimes import file_rebase, open_parquet, spark_arrow_schema
+from lakeseek.evolution import IncompatibleSchemaError, distinct_schemas, match_columns, merge_schemas
 from lakeseek.exceptions import LakeseekError
-from lakeseek.expressions.binding import resolve_column
+from lakeseek.expressions.binding import resolve_column, value_type
 from lakeseek.format import values
 from lakeseek.format.index_file import (
     FILE_ID,
@@ -46,7 +47,9 @@ from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import IndexConfig, Segment
 from lakeseek.format.values import sort_key
 from lakeseek.io import Storage, storage_for
-from lakeseek.lake import partition_fields
+from lakeseek.lake import partition_fields, reading_data_files
+from lakeseek.partitions import partition_values as spark_partition_values
+from lakeseek.spark.locate import literal_path
 from lakeseek.spark.runner import Runner, spark_errors
 from lakeseek.spark.schema import lake_schema
 
@@ -169,7 +172,9 @@ class IndexJob:
         reader = _FileReader(self.storage, self.lake_root, self.schema, self.partition_columns)
         keys: dict[str, list[pa.Array]] = defaultdict(list)
         for path in sampled:
-            for column, distinct in reader.distinct_keys(path, columns).items():
+            with reading_data_files(self.storage, self.lake_root, [path]):
+                distinct_keys = reader.distinct_keys(path, columns)
+            for column, distinct in distinct_keys.items():
                 keys[column].append(distinct.column(KEY).combine_chunks())
         scale = len(files) / len(sampled)
         boundaries = {}
@@ -183,12 +188,44 @@ class IndexJob:
 def discover_lake(spark: SparkSession, storage: Storage, lake_root: str, first_file: str) -> LakeSchema:
     """The lake's schema as Spark reads it (partition types included: ``to_spark`` relies on them)."""
     with spark_errors():
-        spark_schema = spark.read.parquet(storage.uri(lake_root)).schema
+        spark_schema = spark.read.parquet(literal_path(storage.uri(lake_root))).schema
     partition_columns = tuple(_partition_columns(spark_schema.names, first_file))
-    physical = pq.read_schema(f"{lake_root}/{first_file}", filesystem=storage.fs)
+    physical = spark_arrow_schema(open_parquet(f"{lake_root}/{first_file}", storage.fs))
     return LakeSchema(
         lake_schema(spark_schema, physical, list(partition_columns)), spark_schema.json(), partition_columns
     )
+
+
+# Up to this many files, their footers are read in this process (by threads), else by a job.
+FOOTERS_IN_PROCESS = 1_000
+FOOTERS_PER_TASK = 2_000
+
+
+def merged_schema(
+    runner: Callable[[], Runner],
+    storage: Storage,
+    lake_root: str,
+    schema: pa.Schema,
+    partition_columns: tuple[str, ...],
+    paths: list[str],
+) -> pa.Schema:
+    """``schema`` with the schema of every data file of ``paths`` merged in (see
+    :mod:`lakeseek.evolution`): wider types, new columns, other spellings of a column; an
+    IncompatibleSchemaError names a file whose column has no exact common type with the lake's."""
+    if len(paths) <= FOOTERS_IN_PROCESS:
+        found = distinct_schemas(storage, lake_root, paths)
+    else:
+        uri = storage.uri(lake_root)
+        tasks = [(uri, paths[i : i + FOOTERS_PER_TASK]) for i in range(0, len(paths), FOOTERS_PER_TASK)]
+        results = runner().run("reading the files' schemas", tasks, _schemas_task)
+        found = [(result["path"], values.deserialize_schema(result["schema"])) for result in results]
+    return merge_schemas(schema, found, partition_columns)
+
+
+def _schemas_task(lake_uri: str, paths: list[str]) -> list[dict]:
+    storage, lake_root = storage_for(lake_uri)
+    found = distinct_schemas(storage, lake_root, paths)
+    return [{"path": path, "schema": values.serialize_schema(schema)} for path, schema in found]
 
 
 @dataclass(frozen=True)
@@ -248,18 +285,23 @@ class _FileReader:
     def __init__(self, storage: Storage, lake_root: str, schema: pa.Schema, partition_columns: tuple[str, ...]) -> None:
         self.storage = storage
         self.lake_root = lake_root
-        self.partitioning = ds.HivePartitioning(partition_fields(schema, partition_columns), segment_encoding="uri")
+        self.schema = schema
+        self.partitioning = partition_fields(schema, partition_columns)  # values parsed as Spark does, in UTC
 
     def distinct_keys(
         self, path: str, columns: tuple[IndexedColumn, ...] | list[IndexedColumn], row_groups: bool = False
     ) -> dict[str, pa.Table]:
         """Per column, a table of its distinct keys (``key``), with ``row_group`` when asked."""
-        file = pq.ParquetFile(f"{self.lake_root}/{path}", filesystem=self.storage.fs)
-        physical = {name.lower(): name for name in file.schema_arrow.names}
-        wanted = [physical[c.name.lower()] for c in columns if not c.is_partition and c.name.lower() in physical]
+        file = open_parquet(f"{self.lake_root}/{path}", self.storage.fs)
+        # Each column under its own spelling, else the file's other spelling of it (lakeseek.evolution).
+        physical = match_columns([c.name for c in columns if not c.is_partition], file.schema_arrow.names)
+        wanted = list(dict.fromkeys(physical.values()))
         table = file.read(columns=wanted, use_threads=False) if wanted else None
+        rebase = file_rebase(file.metadata) if wanted else None
+        if rebase is not None:  # values Spark reads rebased from the Julian calendar
+            table = rebase.apply(table)
         partition_values = (
-            ds.get_partition_keys(self.partitioning.parse(path)) if any(c.is_partition for c in columns) else {}
+            spark_partition_values(path, self.partitioning) if any(c.is_partition for c in columns) else {}
         )
         groups = None
         if row_groups:
@@ -271,19 +313,34 @@ class _FileReader:
         for column in columns:
             if column.is_partition:
                 raw = pa.array([partition_values.get(column.name)] * rows)
-            elif column.name.lower() in physical:
-                raw = table.column(physical[column.name.lower()])
-                raw = raw.dictionary_decode() if pa.types.is_dictionary(raw.type) else raw
+            elif column.name in physical:
+                raw = table.column(physical[column.name])
+                raw = raw.cast(raw.type.value_type) if pa.types.is_dictionary(raw.type) else raw
             else:  # the file lacks the column: every row holds NULL
                 raw = pa.nulls(rows)
             if isinstance(raw, pa.ChunkedArray):
                 raw = raw.combine_chunks()
-            keys = raw.cast(column.key_type, safe=False)
+            keys = self._keys(raw, column, path)
             if groups is None:
                 found[column.name] = pa.table({KEY: pc.unique(keys)})
             else:
                 found[column.name] = pa.table({KEY: keys, ROW_GROUP: groups}).group_by([KEY, ROW_GROUP]).aggregate([])
         return found
+
+    def _keys(self, raw: pa.Array, column: IndexedColumn, path: str) -> pa.Array:
+        """A file's values of ``column`` as index keys, never changed: cast to the lake's type of
+        the column (which holds every file's values exactly: see lakeseek.evolution), then to the
+        key type (which drops only the nanoseconds of a nanosecond column, by design)."""
+        column_type = value_type(self.schema.field(column.name).type)
+        try:
+            values = raw if raw.type.equals(column_type) else raw.cast(column_type)
+            lossy = pa.types.is_timestamp(column_type) and column_type.unit == "ns"
+            return values.cast(column.key_type, safe=not lossy)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+            raise IncompatibleSchemaError(
+                f"data file {path} holds column '{column.name}' as {raw.type}, which does not read exactly "
+                f"as the lake's {column_type} ({error})"
+            ) from error
 
 
 def _scan_task(spec: _ScanSpec, files: list[tuple[int, str]]) -> list[dict]:
@@ -293,7 +350,9 @@ def _scan_task(spec: _ScanSpec, files: list[tuple[int, str]]) -> list[dict]:
     reader = _FileReader(storage, lake_root, schema, spec.partition_columns)
     found: dict[str, list[pa.Table]] = defaultdict(list)
     for file_id, path in files:
-        for column, distinct in reader.distinct_keys(path, spec.columns, spec.row_groups).items():
+        with reading_data_files(storage, lake_root, [path]):  # a damaged file: an error naming it
+            distinct_keys = reader.distinct_keys(path, spec.columns, spec.row_groups)
+        for column, distinct in distinct_keys.items():
             found[column].append(distinct.append_column(FILE_ID, pa.array([file_id] * len(distinct), pa.int32())))
     task = uuid.uuid4().hex
     spills = []

@@ -46,17 +46,19 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructField, StructType
 
 import lakeseek
+from lakeseek.evolution import open_files
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions import And, Comparison, Constant, In, IsNull, Like, Literal, Not, Or, Predicate
 from lakeseek.expressions.arrow import to_arrow
 from lakeseek.expressions.binding import bind, resolve_column, value_type
 from lakeseek.index import Index
 from lakeseek.io import storage_for
-from lakeseek.lake import list_data_files, open_dataset
+from lakeseek.lake import list_data_files, reading_data_files
 from lakeseek.planning import Plan, full_scan
 
 FORMAT = "lakeseek"
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+TIME_ZONE_CONF = "spark.sql.session.timeZone"
 log = logging.getLogger("lakeseek")
 
 
@@ -72,6 +74,9 @@ class ScanSettings:
     max_partition_bytes: int = 128 * 1024 * 1024  # spark.sql.files.maxPartitionBytes
     open_cost_bytes: int = 4 * 1024 * 1024  # spark.sql.files.openCostInBytes
     parallelism: int = field(default_factory=lambda: os.cpu_count() or 1)
+    # The session time zone when a task cannot see its query's (see session_time_zone): the
+    # JVM's default zone, which is Spark's when spark.sql.session.timeZone is not set.
+    time_zone: str = "UTC"
 
     @classmethod
     def of(cls, spark: SparkSession) -> ScanSettings:
@@ -81,10 +86,15 @@ class ScanSettings:
             parallelism = spark.sparkContext.defaultParallelism
         except Exception:  # Spark Connect has no SparkContext
             parallelism = int(conf.get("spark.default.parallelism", "0") or 0) or (os.cpu_count() or 1)
+        try:
+            time_zone = spark._jvm.java.util.TimeZone.getDefault().getID()
+        except Exception:  # Spark Connect: no JVM at hand; the session's zone now is the best guess
+            time_zone = conf.get(TIME_ZONE_CONF, "UTC")
         return cls(
             max_partition_bytes=parse_bytes(conf.get("spark.sql.files.maxPartitionBytes", "128MB")),
             open_cost_bytes=parse_bytes(conf.get("spark.sql.files.openCostInBytes", "4MB")),
             parallelism=max(1, int(parallelism)),
+            time_zone=time_zone,
         )
 
     def with_options(self, options: Mapping[str, str]) -> ScanSettings:
@@ -96,6 +106,7 @@ class ScanSettings:
             parse_bytes(max_bytes) if max_bytes else self.max_partition_bytes,
             parse_bytes(open_cost) if open_cost else self.open_cost_bytes,
             max(1, int(parallelism)) if parallelism else self.parallelism,
+            self.time_zone,
         )
 
 
@@ -150,14 +161,18 @@ class LakeseekDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
-        """The lake's schema as Spark read it when the index was built, so the table has
-        exactly ``spark.read.parquet(path).schema`` (partition columns last).
+        """The lake's schema as Spark reads it now (:meth:`lakeseek.Index.spark_schema`), so the
+        table has ``spark.read.option("mergeSchema", "true").parquet(path).schema`` (partition
+        columns last; none with ``recursiveFileLookup``, which turns partition discovery off).
 
         For ``CREATE TABLE ... USING lakeseek`` the options also ride in the first field's
         metadata: Spark (4.1 to 4.3 at least) hands a catalog table's properties to
         ``getTable`` and drops them, so a table's reader gets no options, only its schema.
         """
-        schema = open_source_index(self.options).spark_schema()
+        index = open_source_index(self.options)
+        schema = index.spark_schema()
+        if recursive_file_lookup(self.options):
+            schema = StructType([f for f in schema.fields if f.name not in index.root.partition_columns])
         return with_source_options(schema, self.options) if _creates_table(self.options) else schema
 
     def reader(self, schema: StructType) -> LakeseekReader:
@@ -186,6 +201,11 @@ def open_source_index(options: Mapping[str, str]) -> Index:
 
 SOURCE_OPTIONS_KEY = "lakeseek.options"
 _SOURCE_OPTIONS = ("path", "index", "name", "maxPartitionBytes", "openCostInBytes", "parallelism")
+
+
+def recursive_file_lookup(options: Mapping[str, str]) -> bool:
+    """Whether the read lists the lake recursively without partition discovery (Spark's option)."""
+    return (_option(options, "recursiveFileLookup") or "").strip().lower() == "true"
 
 
 def _creates_table(options: Mapping[str, str]) -> bool:
@@ -382,6 +402,7 @@ class ScanSpec:
     columns: tuple[str, ...]  # Spark's columns, in its order
     partition_columns: tuple[str, ...]
     predicate: Predicate | None  # bound: the AND of the usable filters
+    time_zone: str = "UTC"  # of timestamp partition values when the task cannot see its session's
 
 
 @dataclass
@@ -427,7 +448,11 @@ class LakeseekReader(DataSourceReader):
         self.settings = settings
         self.narrow_to_pushed_filters = narrow_to_pushed_filters
         self._index: Index | None = open_source_index(options)
-        self.arrow_schema: pa.Schema = self._index.schema
+        self.arrow_schema: pa.Schema = self._index.schema  # the lake's now (lakeseek.evolution)
+        if recursive_file_lookup(self.options):  # no partition discovery: no partition column
+            partitions = self._index.root.partition_columns
+            kept = [f for f in self.arrow_schema if f.name not in partitions]
+            self.arrow_schema = pa.schema(kept, metadata=self.arrow_schema.metadata)
         self.pushed: list[Pushed] = []
         self.plan: Plan | None = None  # set by partitions(), for callers that report pruning
         self.spec = self._spec()
@@ -448,7 +473,14 @@ class LakeseekReader(DataSourceReader):
         """Give every filter back to Spark; a narrowing reader keeps the ones lakeseek can evaluate."""
         # Replaced, not added to: they are the filters of the scan planned next.
         candidates = [usable(f, self.arrow_schema) for f in filters] if self.narrow_to_pushed_filters else []
-        self.pushed = [pushed for pushed in candidates if pushed is not None]
+        # A timestamp partition value depends on the session time zone, which the index (built
+        # in UTC) and this planning worker do not know: Spark alone filters on those columns.
+        zoned = {
+            name
+            for name in self.index.root.partition_columns
+            if name in self.arrow_schema.names and pa.types.is_timestamp(self.arrow_schema.field(name).type)
+        }
+        self.pushed = [pushed for pushed in candidates if pushed is not None and not pushed.predicate.columns() & zoned]
         self.spec = self._spec()
         # All of them: Spark re-checks every row, so the result is exactly a Parquet scan's.
         return list(filters)
@@ -486,8 +518,9 @@ class LakeseekReader(DataSourceReader):
             location=index.storage.uri(index.lake_root),
             dataset_schema=dataset_schema(self.arrow_schema, self.schema),
             columns=tuple(self.schema.fieldNames()),
-            partition_columns=tuple(index.root.partition_columns),
+            partition_columns=() if recursive_file_lookup(self.options) else tuple(index.root.partition_columns),
             predicate=_conjunction([pushed.bound for pushed in self.pushed]),
+            time_zone=self.settings.time_zone,
         )
 
     def _file_sizes(self) -> dict[str, int]:
@@ -527,7 +560,7 @@ def dataset_schema(arrow_schema: pa.Schema, schema: StructType) -> pa.Schema:
     for spark_field in schema.fields:
         if spark_field.name not in arrow_schema.names:
             fields.append(pa.field(spark_field.name, to_arrow_type(spark_field.dataType, timezone="UTC")))
-    return pa.schema(fields)
+    return pa.schema(fields, metadata=arrow_schema.metadata)  # with the columns' other spellings
 
 
 def output_schema(schema: StructType) -> pa.Schema:
@@ -543,19 +576,31 @@ def read_partition(spec: ScanSpec, partition: LakeseekPartition, schema: StructT
     Runs on an executor: no index is opened, only the data files.
     """
     storage, lake_root = storage_for(spec.location)
-    dataset = open_dataset(
+    dataset = open_files(
         storage,
         lake_root,
         list(partition.files),
         spec.dataset_schema,
         spec.partition_columns,
         partition.row_groups or None,
+        time_zone=session_time_zone() or spec.time_zone,  # partition timestamps, as Spark reads them
     )
     arrow_filter = None if spec.predicate is None else to_arrow(spec.predicate, spec.dataset_schema)
     target = output_schema(schema)
-    for batch in dataset.to_batches(columns=list(spec.columns), filter=arrow_filter):
-        if batch.num_rows:
-            yield batch if batch.schema.equals(target) else batch.cast(target)
+    with reading_data_files(storage, lake_root, partition.files):  # a damaged or vanished file, named
+        for batch in dataset.to_batches(columns=list(spec.columns), filter=arrow_filter):
+            if batch.num_rows:
+                yield batch if batch.schema.equals(target) else batch.cast(target)
+
+
+def session_time_zone() -> str | None:
+    """The session time zone of the query the running task belongs to, or None (not in a task,
+    or the zone is not set: then it is the JVM's default). Spark SQL hands a query's session
+    settings to its tasks as local properties (SQLExecution.withSQLConfPropagated)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return context.getLocalProperty(TIME_ZONE_CONF) if context is not None else None
 
 
 def pack(files: Sequence[tuple[str, int]], settings: ScanSettings) -> list[list[str]]:

@@ -137,7 +137,14 @@ class IndexPlanner:
         self.jvm = jvm
 
     def schema(self, options: str) -> str:
-        return open_source_index(json.loads(options)).spark_schema().json()
+        """The lake's data columns as Spark reads them now (:meth:`lakeseek.Index.spark_schema`):
+        Spark infers the partition columns from its own listing, with its own settings
+        (``recursiveFileLookup``, ``basePath``, partition type inference)."""
+        from pyspark.sql.types import StructType
+
+        index = open_source_index(json.loads(options))
+        partitions = set(index.root.partition_columns)
+        return StructType([f for f in index.spark_schema().fields if f.name not in partitions]).json()
 
     def candidates(self, options: str, filters: Iterable[Any]) -> str | None:
         """The relative paths of the files that may match, NUL-separated; None to read every file."""

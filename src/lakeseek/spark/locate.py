@@ -58,8 +58,9 @@ def locate_spark(index: Index, keys: DataFrame, column: str, key_column: str | N
     )
     parts = []
     unindexed = state.unindexed
-    if index.root.state == DELETED:
-        uris, unindexed = [], list(state.files)  # a deleted index is not used: every file is read
+    if index.root.state == DELETED or not index.serves(column, state):
+        # A deleted index is not used, nor one whose column changed type since: every file is read.
+        uris, unindexed = [], list(state.files)
     if uris and len(lineage):
         entries = spark.read.parquet(*[literal_path(uri) for uri in uris]).select(KEY, FILE_ID)
         typed = _exactly_as(wanted, entries.schema[KEY].dataType)
@@ -67,9 +68,10 @@ def locate_spark(index: Index, keys: DataFrame, column: str, key_column: str | N
         # distinct: with row-group precision a key has one entry per row group of a file.
         parts.append(entries.join(typed, KEY).join(F.broadcast(live), FILE_ID).select(KEY, FILE).distinct())
     base = storage.uri(index.lake_root)
+    schema = index.spark_schema() if unindexed else None
     for path in unindexed:
         uri = storage.uri(f"{index.lake_root}/{path}")
-        rows = spark.read.option("basePath", base).schema(index.spark_schema()).parquet(literal_path(uri))
+        rows = spark.read.option("basePath", base).schema(schema).parquet(literal_path(uri))
         values = rows.select(F.col(column).alias(KEY)).distinct()
         held = values.join(_exactly_as(wanted, values.schema[KEY].dataType), KEY).withColumn(FILE, F.lit(uri))
         parts.append(held)

@@ -20,6 +20,7 @@ _SIMPLE = {
     T.DateType: pa.date32(),
     T.TimestampType: pa.timestamp("us", tz="UTC"),
     T.TimestampNTZType: pa.timestamp("us"),
+    T.NullType: pa.null(),  # a partition column whose every directory is __HIVE_DEFAULT_PARTITION__
 }
 
 

@@ -13,6 +13,7 @@ import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.sources.RelationProvider;
@@ -87,8 +88,18 @@ public final class DefaultSource implements RelationProvider, SchemaRelationProv
     StructType lakeSchema = schema != null ? schema : (StructType) DataType.fromJson(current.schema(json));
     Map<String, String> parquetOptions = new TreeMap<>(options);
     parquetOptions.keySet().removeAll(LAKESEEK_OPTIONS);
+    // Spark's Parquet FileFormat by class name: a HadoopFsRelation even when Parquet runs on
+    // DataSource V2 (spark.sql.sources.useV1SourceList without parquet), where "parquet" would
+    // name ParquetDataSourceV2. The root is escaped so that Spark's glob expansion reads it as is.
     Dataset<?> lake =
-        (Dataset<?>) context.sparkSession().read().schema(lakeSchema).options(parquetOptions).parquet(root.toString());
+        (Dataset<?>)
+            context
+                .sparkSession()
+                .read()
+                .schema(lakeSchema)
+                .options(parquetOptions)
+                .format(ParquetFileFormat.class.getName())
+                .load(literalPath(root.toString()));
     LogicalPlan plan = lake.queryExecution().analyzed();
     if (!(plan instanceof LogicalRelation) || !(((LogicalRelation) plan).relation() instanceof HadoopFsRelation)) {
       throw new IllegalStateException("lakeseek: Spark did not read " + path + " as a Parquet file relation");
@@ -102,6 +113,11 @@ public final class DefaultSource implements RelationProvider, SchemaRelationProv
         parquet.fileFormat(),
         parquet.options(),
         parquet.sparkSession());
+  }
+
+  /** The path with Hadoop's glob characters escaped: {@code spark.read} globs the paths it is given. */
+  static String literalPath(String path) {
+    return path.replaceAll("([\\\\{}\\[\\]*?])", "\\\\$1");
   }
 
   private static String toJson(Map<String, String> options) {

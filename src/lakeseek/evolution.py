@@ -1,0 +1,519 @@
+"""The lake's schema now: files that disagree on a column's type, columns added by new files,
+partition values of a new type, and column names spelled in another case.
+
+The rule (README, "The lake's schema"): lakeseek reads the lake with the schema
+``spark.read.option("mergeSchema", "true").parquet(LAKE)`` infers, where Spark can infer one:
+
+* **Columns** are matched by name case-insensitively, as Spark does by default; an exact
+  spelling wins when a file holds several (``a`` and ``A``, written with
+  ``spark.sql.caseSensitive=true``). The first spelling seen names the column; the others
+  are recorded (:data:`SPELLINGS`) so that files spelling it another way are read under it.
+* **Types** of one column in different files widen to a type that holds every value of both
+  exactly (:func:`widen`): integers to the wider integer, decimals to the decimal with the
+  most integer and fraction digits, timestamps to the finer unit, float to double, ...; Spark
+  reads each of those files as the wider type. Any other pair (a string and an int, a decimal
+  of 40 digits) is refused with an error naming the file and both types: no value is ever cast
+  into another.
+* **New columns** (in files added or rewritten since indexing) are added after the index's
+  recorded columns, before the partition columns, in the order of the files' paths.
+* **Partition columns** take the type Spark infers from the lake's current listing
+  (:func:`infer_partition_types`, a port of Spark's ``PartitioningUtils``), so ``p=2.5`` after
+  ``p=1`` makes ``p`` a DOUBLE everywhere, as in Spark.
+
+The index's root records the schema its indexed files merge to; a query merges in the footers
+of the files it reads without the index (new, changed or recorded ones).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from lakeseek.datetimes import open_parquet, spark_arrow_schema
+from lakeseek.exceptions import IncompatibleSchemaError
+from lakeseek.io import Storage
+from lakeseek.lake import open_dataset, reading_data_files
+from lakeseek.partitions import DEFAULT_PARTITION_NAME, unescape_path_name
+
+# Schema metadata: {column: [its other spellings in some files]}, for columns named differently
+# (in case only) by some files.
+SPELLINGS = b"lakeseek.spellings"
+_MAX_DECIMAL = 38
+
+
+# -- types -------------------------------------------------------------------------------------------
+_SIGNED = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
+_UNSIGNED = [pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
+_UNITS = ["s", "ms", "us", "ns"]
+_INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}  # Spark's DecimalType.forType: a LONG needs 20 digits
+_EXACT_IN_DOUBLE = (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16())
+
+
+def _range(t: pa.DataType) -> tuple[int, int]:
+    bits = t.bit_width
+    return (0, 2**bits - 1) if pa.types.is_unsigned_integer(t) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+
+def widen(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The type that holds every value of ``a`` and of ``b`` exactly and that Spark reads
+    files of either type as; None when there is none."""
+    a = a.value_type if pa.types.is_dictionary(a) else a
+    b = b.value_type if pa.types.is_dictionary(b) else b
+    if a.equals(b):
+        return a
+    if pa.types.is_null(a) or pa.types.is_null(b):
+        return b if pa.types.is_null(a) else a
+    if pa.types.is_integer(a) and pa.types.is_integer(b):
+        low, high = min(_range(a)[0], _range(b)[0]), max(_range(a)[1], _range(b)[1])
+        unsigned = pa.types.is_unsigned_integer(a) and pa.types.is_unsigned_integer(b)
+        family = _UNSIGNED if unsigned else _SIGNED
+        return next((t for t in family if _range(t)[0] <= low and high <= _range(t)[1]), None)
+    if pa.types.is_decimal(a) or pa.types.is_decimal(b):
+        return _wider_decimal(a, b)
+    if pa.types.is_floating(a) and pa.types.is_floating(b):
+        return pa.float64() if not (pa.types.is_float16(a) or pa.types.is_float16(b)) else None
+    if pa.types.is_integer(a) or pa.types.is_integer(b):
+        number, other = (a, b) if pa.types.is_integer(a) else (b, a)
+        # Spark reads INT32 columns as DOUBLE, and a DOUBLE holds every 32-bit integer.
+        return pa.float64() if pa.types.is_float64(other) and number in _EXACT_IN_DOUBLE else None
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
+        if (a.tz is None) != (b.tz is None):
+            return None  # TIMESTAMP_NTZ and TIMESTAMP are different values
+        unit = max(a.unit, b.unit, key=_UNITS.index)
+        return pa.timestamp(unit, tz=None if a.tz is None else (a.tz if a.tz == b.tz else "UTC"))
+    if pa.types.is_date32(a) or pa.types.is_date32(b):  # a DATE is a TIMESTAMP_NTZ at midnight (Spark 4)
+        other = b if pa.types.is_date32(a) else a
+        return other if pa.types.is_timestamp(other) and other.tz is None else None
+    if _is_string(a) and _is_string(b):
+        return pa.large_string() if pa.types.is_large_string(a) or pa.types.is_large_string(b) else pa.string()
+    if _is_binary(a) and _is_binary(b):
+        return pa.large_binary() if pa.types.is_large_binary(a) or pa.types.is_large_binary(b) else pa.binary()
+    return None
+
+
+def _wider_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    def digits(t: pa.DataType) -> tuple[int, int] | None:
+        if pa.types.is_decimal(t):
+            return t.precision - t.scale, t.scale
+        if pa.types.is_integer(t):
+            return _INTEGER_DIGITS[t.bit_width], 0
+        return None
+
+    left, right = digits(a), digits(b)
+    if left is None or right is None:
+        return None
+    integer, scale = max(left[0], right[0]), max(left[1], right[1])
+    if integer + scale > _MAX_DECIMAL:
+        return None
+    return pa.decimal128(integer + scale, scale)
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _is_binary(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+
+
+# -- names -------------------------------------------------------------------------------------------
+def match_columns(wanted: Sequence[str], names: Sequence[str]) -> dict[str, str]:
+    """For each ``wanted`` column, the name a file (with columns ``names``) holds it under:
+    the same spelling, else the only one that differs in case alone and that no other wanted
+    column spells exactly. Columns the file lacks are left out."""
+    present = set(names)
+    exact = {name for name in wanted if name in present}
+    free: dict[str, list[str]] = {}
+    for name in names:
+        if name not in exact:
+            free.setdefault(name.lower(), []).append(name)
+    found = {}
+    for name in wanted:
+        if name in exact:
+            found[name] = name
+        elif len(free.get(name.lower(), ())) == 1:
+            found[name] = free[name.lower()][0]
+    return found
+
+
+def spellings(schema: pa.Schema) -> dict[str, list[str]]:
+    """Columns that some files spell another way, with those spellings."""
+    raw = (schema.metadata or {}).get(SPELLINGS)
+    return json.loads(raw) if raw else {}
+
+
+def without_spellings(schema: pa.Schema) -> pa.Schema:
+    return _with_spellings(schema, {})
+
+
+def _with_spellings(schema: pa.Schema, found: Mapping[str, list[str]]) -> pa.Schema:
+    metadata = {k: v for k, v in (schema.metadata or {}).items() if k != SPELLINGS}
+    if found:
+        metadata[SPELLINGS] = json.dumps({k: sorted(v) for k, v in sorted(found.items())}).encode()
+    if metadata == (schema.metadata or {}):
+        return schema
+    return schema.with_metadata(metadata) if metadata else schema.remove_metadata()
+
+
+# -- merging files' schemas --------------------------------------------------------------------------
+def merge_file_schema(
+    schema: pa.Schema, file_schema: pa.Schema, source: str, partition_columns: Sequence[str]
+) -> pa.Schema:
+    """``schema`` with one data file's columns merged in: wider types where the file's are
+    wider, its new columns added before the partition columns; IncompatibleSchemaError (naming
+    ``source``) when a column's types have no exact common type."""
+    data = [name for name in schema.names if name not in partition_columns]
+    matched = match_columns(data, file_schema.names)
+    by_file = {file_name: name for name, file_name in matched.items()}
+    known = dict(spellings(schema))
+    fields = list(schema)
+    added: list[pa.Field] = []
+    lowered_partitions = {name.lower() for name in partition_columns}
+    for field in file_schema:
+        name = by_file.get(field.name)
+        if name is None:
+            if field.name in partition_columns or field.name.lower() in lowered_partitions:
+                continue  # the directory's value wins, as in Spark
+            if any(f.name == field.name for f in added):
+                continue
+            added.append(pa.field(field.name, field.type))
+            continue
+        position = schema.get_field_index(name)
+        current = fields[position]
+        wider = widen(current.type, field.type)
+        if wider is None:
+            raise IncompatibleSchemaError(
+                f"data file {source} holds column '{field.name}' as {field.type}, but the lake's other files "
+                f"hold it as {current.type}: no type holds both exactly (Spark cannot read them together either); "
+                "rewrite the file with the lake's type"
+            )
+        if not wider.equals(current.type):
+            fields[position] = current.with_type(wider)
+        if field.name != name and field.name not in known.get(name, []):
+            known[name] = [*known.get(name, []), field.name]
+    if added:
+        first_partition = min((schema.get_field_index(p) for p in partition_columns if p in schema.names), default=None)
+        cut = len(fields) if first_partition is None else first_partition
+        fields = fields[:cut] + added + fields[cut:]
+    return _with_spellings(pa.schema(fields, metadata=schema.metadata), known)
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    """A file's schema without the metadata that differs from file to file."""
+    return pa.schema([pa.field(f.name, f.type) for f in schema])
+
+
+def file_schema(storage: Storage, lake_root: str, path: str) -> pa.Schema:
+    """The Arrow schema lakeseek reads a data file with (INT96 as Spark types it)."""
+    return plain_schema(spark_arrow_schema(open_parquet(f"{lake_root}/{path}", storage.fs)))
+
+
+def file_schemas(storage: Storage, lake_root: str, paths: Sequence[str]) -> list[pa.Schema]:
+    """The schemas of ``paths`` (footers read in parallel); a damaged or vanished file is a
+    DataFileError naming it."""
+    with reading_data_files(storage, lake_root, paths):
+        if len(paths) <= 1:
+            return [file_schema(storage, lake_root, path) for path in paths]
+        with ThreadPoolExecutor(min(16, len(paths))) as pool:
+            return list(pool.map(lambda path: file_schema(storage, lake_root, path), paths))
+
+
+def distinct_schemas(storage: Storage, lake_root: str, paths: Sequence[str]) -> list[tuple[str, pa.Schema]]:
+    """Each distinct schema among the files ``paths`` (in order), with the first file holding it."""
+    seen: dict[bytes, tuple[str, pa.Schema]] = {}
+    for path, schema in zip(paths, file_schemas(storage, lake_root, paths), strict=True):
+        seen.setdefault(schema.serialize().to_pybytes(), (path, schema))
+    return list(seen.values())
+
+
+def merge_schemas(
+    schema: pa.Schema, files: Iterable[tuple[str, pa.Schema]], partition_columns: Sequence[str]
+) -> pa.Schema:
+    for path, found in files:
+        schema = merge_file_schema(schema, found, path, partition_columns)
+    return schema
+
+
+def with_partition_types(schema: pa.Schema, types: Mapping[str, pa.DataType]) -> pa.Schema:
+    for name, partition_type in types.items():
+        position = schema.get_field_index(name)
+        if position >= 0 and not schema.field(position).type.equals(partition_type):
+            schema = schema.set(position, schema.field(position).with_type(partition_type))
+    return schema
+
+
+# -- partition columns: Spark's inference (PartitioningUtils.inferPartitionColumnValue) ---------------
+_INTEGER = re.compile(r"[+-]?\d+")
+_BIG_DECIMAL = re.compile(r"([+-]?)(?:(\d+)\.?(\d*)|\.(\d+))(?:[eE]([+-]?\d+))?")
+_JAVA_DOUBLE = re.compile(
+    r"[\x00-\x20]*[+-]?(?:NaN|Infinity|(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+    r"|(?:0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+))[fFdD]?[\x00-\x20]*"
+)
+_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})", re.ASCII)
+_TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d))?", re.ASCII)
+
+
+def infer_partition_value(raw: str) -> pa.DataType:
+    """The type Spark infers for one raw (still escaped) partition directory value:
+    INT, BIGINT, DECIMAL(p, 0), DOUBLE, TIMESTAMP, DATE or STRING (NULL for Hive's NULL)."""
+    if _INTEGER.fullmatch(raw):
+        number = int(raw)
+        if -(2**31) <= number < 2**31:
+            return pa.int32()
+        if -(2**63) <= number < 2**63:
+            return pa.int64()
+    decimal = _decimal_type(raw)
+    if decimal is not None:
+        return decimal
+    if _JAVA_DOUBLE.fullmatch(raw):
+        return pa.float64()
+    if _is_timestamp(unescape_path_name(raw)):
+        return pa.timestamp("us", tz="UTC")
+    if _is_date(raw):
+        return pa.date32()
+    return pa.null() if raw == DEFAULT_PARTITION_NAME else pa.string()
+
+
+def _decimal_type(raw: str) -> pa.DataType | None:
+    """``new java.math.BigDecimal(raw)`` with no fraction digit left, as a Spark DECIMAL."""
+    match = _BIG_DECIMAL.fullmatch(raw)
+    if match is None:
+        return None
+    _, whole, fraction, only_fraction, exponent = match.groups()
+    digits = (whole or "") + (fraction or "") + (only_fraction or "")
+    scale = len(fraction or only_fraction or "") - int(exponent or 0)
+    if scale > 0:
+        return None
+    try:
+        unscaled = Decimal(digits)
+    except InvalidOperation:  # pragma: no cover - the regex admits digits only
+        return None
+    precision = max(1, len(str(int(unscaled)).lstrip("-"))) - scale  # a negative scale becomes 0
+    return pa.decimal128(precision, 0) if precision <= _MAX_DECIMAL else None
+
+
+def _is_date(raw: str) -> bool:
+    match = _DATE.fullmatch(raw)
+    if match is None:
+        return False
+    try:
+        dt.date(*(int(part) for part in match.groups()))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_timestamp(text: str) -> bool:
+    match = _TIMESTAMP.fullmatch(text)
+    if match is None:
+        return False
+    try:
+        dt.datetime(*(int(part) for part in match.groups()[:6]))
+    except ValueError:
+        return False
+    return True
+
+
+def _wider_partition_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """Spark's ``findWiderTypeForPartitionColumn`` over the types :func:`infer_partition_value` gives."""
+    if a.equals(b):
+        return a
+    if pa.types.is_null(a) or pa.types.is_null(b):
+        return b if pa.types.is_null(a) else a
+    pair = {_kind(a), _kind(b)}
+    if pair <= {"int", "long"}:
+        return pa.int64()
+    if pair <= {"int", "double"}:
+        return pa.float64()
+    if "decimal" in pair and pair <= {"int", "long", "decimal"}:
+        wider = _wider_decimal(a, b)
+        integer, scale = (wider.precision, 0) if wider is not None else (_MAX_DECIMAL, 0)
+        return pa.decimal128(min(integer, _MAX_DECIMAL), scale)
+    if pair == {"date", "timestamp"}:
+        return pa.timestamp("us", tz="UTC")
+    return pa.string()
+
+
+def _kind(t: pa.DataType) -> str:
+    if t == pa.int32():
+        return "int"
+    if t == pa.int64():
+        return "long"
+    if pa.types.is_decimal(t):
+        return "decimal"
+    if pa.types.is_floating(t):
+        return "double"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    return "string"
+
+
+def _raw_values(paths: Iterable[str], columns: Sequence[str]) -> dict[str, set[str]]:
+    """The raw values of each partition column in the directories of ``paths`` (relative)."""
+    wanted = {c.lower(): c for c in columns}
+    found: dict[str, set[str]] = {c: set() for c in columns}
+    directories = {path.rpartition("/")[0] for path in paths}
+    for directory in directories:
+        for part in directory.split("/") if directory else ():
+            key, equals, raw = part.partition("=")
+            column = wanted.get(unescape_path_name(key).lower()) if equals else None
+            if column is not None and raw:
+                found[column].add(raw)
+    return found
+
+
+def infer_partition_types(paths: Iterable[str], columns: Sequence[str]) -> dict[str, pa.DataType]:
+    """The type Spark infers for each partition column from the lake's files ``paths``."""
+    types = {}
+    for column, raws in _raw_values(paths, columns).items():
+        if not raws:
+            continue
+        inferred = pa.null()
+        for raw in sorted(raws):
+            inferred = _wider_partition_type(inferred, infer_partition_value(raw))
+        types[column] = inferred
+    return types
+
+
+def current_partition_types(
+    recorded: pa.Schema, columns: Sequence[str], then: Mapping[str, pa.DataType], paths: Iterable[str]
+) -> dict[str, pa.DataType]:
+    """The partition columns' types now: inferred from ``paths`` (the lake's listing), for each
+    column whose recorded type (Spark's, when the index was built) is ``then``'s, the same
+    inference over the files the index was built on (:func:`infer_partition_types` of their
+    paths). A column whose recorded type the inference does not reproduce (say
+    ``spark.sql.sources.partitionColumnTypeInference`` was off) keeps it."""
+    now = infer_partition_types(paths, columns)
+    types = {}
+    for column in columns:
+        if column not in recorded.names or column not in now:
+            continue
+        old = recorded.field(column).type
+        if column not in then or then[column].equals(old):
+            types[column] = now[column]
+    return types
+
+
+# -- Spark types -------------------------------------------------------------------------------------
+_SPARK_TYPES = {
+    pa.int8(): "byte",
+    pa.int16(): "short",
+    pa.int32(): "integer",
+    pa.int64(): "long",
+    pa.uint8(): "short",
+    pa.uint16(): "integer",
+    pa.uint32(): "long",
+    pa.uint64(): "decimal(20,0)",
+    pa.float32(): "float",
+    pa.float64(): "double",
+    pa.bool_(): "boolean",
+    pa.date32(): "date",
+    pa.null(): "void",
+}
+
+
+def spark_type(arrow_type: pa.DataType) -> Any:
+    """The Spark type (its JSON form) Spark reads a Parquet column of ``arrow_type`` as."""
+    t = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    for known, name in _SPARK_TYPES.items():
+        if t.equals(known):
+            return name
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if _is_string(t):
+        return "string"
+    if _is_binary(t):
+        return "binary"
+    if pa.types.is_timestamp(t):
+        return "timestamp" if t.tz is not None else "timestamp_ntz"
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    return from_arrow_type(t).jsonValue()
+
+
+def spark_schema_json(
+    schema: pa.Schema, partition_columns: Sequence[str], recorded: pa.Schema, recorded_json: str
+) -> str:
+    """The Spark schema (JSON) of the lake read with ``schema``: the recorded Spark field of each
+    column whose type did not change, Spark's type for the others, in ``schema``'s order."""
+    fields = {field["name"]: field for field in json.loads(recorded_json)["fields"]}
+    out = []
+    for field in schema:
+        kept = fields.get(field.name)
+        unchanged = field.name in recorded.names and recorded.field(field.name).type.equals(field.type)
+        if kept is not None and (unchanged or field.name not in recorded.names):
+            out.append(kept)
+        else:
+            out.append({"name": field.name, "type": spark_type(field.type), "nullable": True, "metadata": {}})
+    named = set(schema.names)
+    out += [f for f in fields.values() if f["name"] not in named]  # Spark types lakeseek reads no column of
+    return json.dumps({"type": "struct", "fields": out})
+
+
+# -- reading -----------------------------------------------------------------------------------------
+def open_files(
+    storage: Storage,
+    lake_root: str,
+    paths: list[str],
+    schema: pa.Schema,
+    partition_columns: tuple[str, ...],
+    row_groups: Mapping[str, Sequence[int]] | None = None,
+    **options: Any,
+):
+    """:func:`lakeseek.lake.open_dataset` (``options`` are its own), where files that spell a
+    column in another case (see :data:`SPELLINGS`) are read under the schema's spelling."""
+    other = spellings(schema)
+    schema = without_spellings(schema)
+    if not other or not paths:
+        return open_dataset(storage, lake_root, paths, schema, partition_columns, row_groups, **options)
+    data = [name for name in schema.names if name not in partition_columns]
+    renamed: dict[str, dict[str, str]] = {}
+    for path, found in zip(paths, file_schemas(storage, lake_root, paths), strict=True):
+        names = {name: file_name for name, file_name in match_columns(data, found.names).items() if name != file_name}
+        if names:
+            renamed[path] = names
+    if not renamed:
+        return open_dataset(storage, lake_root, paths, schema, partition_columns, row_groups, **options)
+    selected = row_groups or {}
+    same = [path for path in paths if path not in renamed]
+    parts = [open_dataset(storage, lake_root, same, schema, partition_columns, row_groups, **options)] if same else []
+    for path, names in renamed.items():
+        spelled = pa.schema([field.with_name(names.get(field.name, field.name)) for field in schema])
+        groups = {path: selected[path]} if path in selected else None
+        table = open_dataset(storage, lake_root, [path], spelled, partition_columns, groups, **options).to_table()
+        parts.append(ds.dataset(table.rename_columns(schema.names)))
+    return _Files(schema, parts)
+
+
+class _Files:
+    """The part of a pyarrow dataset lakeseek uses (``schema``, ``to_table``, ``to_batches``,
+    ``get_fragments``) over datasets of the same schema: its files, some read renamed."""
+
+    def __init__(self, schema: pa.Schema, parts: list) -> None:
+        self.schema = schema
+        self.parts = parts
+
+    def get_fragments(self, filter=None):
+        for part in self.parts:
+            yield from part.get_fragments()
+
+    def to_batches(self, columns=None, filter=None, **kwargs):
+        for part in self.parts:
+            yield from part.to_batches(columns=columns, filter=filter, **kwargs)
+
+    def to_table(self, columns=None, filter=None, **kwargs) -> pa.Table:
+        tables = [part.to_table(columns=columns, filter=filter, **kwargs) for part in self.parts]
+        return pa.concat_tables(tables)
+
+    def count_rows(self, filter=None) -> int:
+        return sum(part.count_rows(filter=filter) for part in self.parts)

@@ -1,0 +1,59 @@
+"""What is damaged in an index: the checks ``status`` runs, each with its way out.
+
+Every file a version names protects itself: an index file by the exact offset, length and
+crc32 of its footer kept in the root (and Parquet page checksums inside), a lineage manifest
+or delta filter file by the crc32 and size in its name, a log entry by the crc32 of its body
+and the version it must hold. A damaged file never costs a wrong answer (readers fall back to
+reading more data files); these checks say which files are damaged and what repairs them.
+"""
+
+from __future__ import annotations
+
+from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError
+from lakeseek.format.filters import read_filter_bytes
+from lakeseek.format.index_file import read_footer
+from lakeseek.format.lineage import read_lineage
+from lakeseek.format.root import Root
+from lakeseek.io import Storage
+from lakeseek.lifecycle.leases import LEASE_DIR, Leases
+from lakeseek.lifecycle.log import IndexLog
+
+REPAIR = "`lakeseek refresh --mode full` rebuilds the index"
+
+
+def problems(storage: Storage, index_dir: str, root: Root) -> list[str]:
+    """One line per damaged or foreign file of the index directory that matters to ``root``."""
+    found = []
+    log = IndexLog(storage, index_dir)
+    for version in log.versions():
+        if version <= root.version:
+            continue
+        try:
+            log.read(version)
+        except (IndexCorruptError, IndexNotFoundError) as error:
+            found.append(f"{error}: version {root.version} is used instead; {REPAIR} past it")
+    for column in root.columns.values():
+        for info in column.files:
+            try:
+                read_footer(storage, f"{index_dir}/{info.path}", info, column.key_type)
+            except IndexCorruptError as error:
+                found.append(f"{error}: queries on '{column.name}' read every file; {REPAIR}")
+    parts = [*root.lineage.parts, root.lineage.pending] if root.lineage.pending else root.lineage.parts
+    for part in parts:
+        if part.path is not None:
+            try:
+                read_lineage(storage, f"{index_dir}/{part.path}")
+            except IndexCorruptError as error:
+                found.append(f"{error}: queries read every file; {REPAIR}")
+    if root.delta_filters is not None:
+        try:
+            read_filter_bytes(storage, f"{index_dir}/{root.delta_filters.path}")
+        except IndexCorruptError as error:
+            found.append(f"{error}: queries read every file; {REPAIR}")
+    leases = Leases(storage, index_dir)
+    for lease in leases.all():
+        if not lease.readable:
+            found.append(f"lease {LEASE_DIR}/{lease.operation_id}.json is damaged: `lakeseek cancel` removes it")
+    for name in leases.strays():
+        found.append(f"{LEASE_DIR}/{name} is not a lakeseek lease: left alone")
+    return found

@@ -1,0 +1,216 @@
+"""Hive partition values as Spark reads them from directory names.
+
+Spark 4 (``PartitioningUtils``) infers one type per partition column over every
+``name=value`` directory of the lake, then casts each directory's raw text to that type
+(``castPartValueToDesiredType``). lakeseek records the types Spark inferred when the index
+was built (the lake schema) and turns the raw text of each file's directories into values of
+those types the way Spark does, so ``read``, ``files`` and the index agree with
+``spark.read.parquet``:
+
+- strings are ``unescapePathName(raw)``: each ``%XX`` (two hex digits) becomes the one
+  character U+00XX, byte by byte, so ``%C3%A9`` is ``'Ã©'`` (not ``'é'``, as URI decoding
+  would have it) and ``%2F`` is ``/``; other text is kept as it is;
+- integers are Java's ``Integer.parseInt`` / ``Long.parseLong`` of the raw text (``+5`` and
+  ``007`` are 5 and 7), decimals ``new BigDecimal(raw)`` (``1e3`` is 1000), doubles
+  ``Double.parseDouble`` (``1d``, ``" 5"``, ``NaN``);
+- dates are Spark's string-to-date cast of the raw text; timestamps its cast of the unescaped
+  text, **in the session time zone** (``2024-01-01 10%3A00%3A00`` is 10:00 there);
+- ``__HIVE_DEFAULT_PARTITION__`` is NULL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from lakeseek.exceptions import LakeseekError
+from lakeseek.expressions.types import _TIMESTAMP_TEXT, parse_date, parse_timestamp
+
+DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+UTC = "UTC"
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_JAVA_INTEGER = re.compile(r"[+-]?\d+")
+_JAVA_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_JAVA_DOUBLE = re.compile(
+    r"(?P<sign>[+-]?)(?:(?P<special>NaN|Infinity)|(?:(?P<hex>0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)"
+    r"[pP][+-]?[0-9]+)|(?P<decimal>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?))[fFdD]?)"
+)
+_JAVA_WHITESPACE = "".join(chr(code) for code in range(33))  # String.trim()
+# java.time.ZoneId.SHORT_IDS, which Spark's session time zone accepts.
+_SHORT_IDS = {
+    "ACT": "Australia/Darwin",
+    "AET": "Australia/Sydney",
+    "AGT": "America/Argentina/Buenos_Aires",
+    "ART": "Africa/Cairo",
+    "AST": "America/Anchorage",
+    "BET": "America/Sao_Paulo",
+    "BST": "Asia/Dhaka",
+    "CAT": "Africa/Harare",
+    "CNT": "America/St_Johns",
+    "CST": "America/Chicago",
+    "CTT": "Asia/Shanghai",
+    "EAT": "Africa/Addis_Ababa",
+    "ECT": "Europe/Paris",
+    "IET": "America/Indiana/Indianapolis",
+    "IST": "Asia/Kolkata",
+    "JST": "Asia/Tokyo",
+    "MIT": "Pacific/Apia",
+    "NET": "Asia/Yerevan",
+    "NST": "Pacific/Auckland",
+    "PLT": "Asia/Karachi",
+    "PNT": "America/Phoenix",
+    "PRT": "America/Puerto_Rico",
+    "PST": "America/Los_Angeles",
+    "SST": "Pacific/Guadalcanal",
+    "VST": "Asia/Ho_Chi_Minh",
+    "EST": "-05:00",
+    "MST": "-07:00",
+    "HST": "-10:00",
+}
+_OFFSET = re.compile(
+    r"(?:UTC|GMT|UT)?(?P<sign>[+-])(?P<hours>\d{1,2})(?::?(?P<minutes>\d{2}))?(?::?(?P<seconds>\d{2}))?"
+)
+
+
+def unescape_path_name(text: str) -> str:
+    """Spark's ``ExternalCatalogUtils.unescapePathName``: ``%XX`` -> the character U+00XX."""
+    return _ESCAPE.sub(lambda match: chr(int(match[1], 16)), text) if "%" in text else text
+
+
+@lru_cache(maxsize=64)
+def time_zone_of(name: str) -> dt.tzinfo:
+    """A Spark session time zone ID (a region, ``UTC``, ``+05:00``, ``GMT+8``, ``PST``) as a tzinfo."""
+    text = _SHORT_IDS.get(name, name)
+    if text in ("Z", "UTC", "GMT", "UT"):
+        return dt.timezone.utc
+    offset = _OFFSET.fullmatch(text)
+    if offset:
+        sign = -1 if offset["sign"] == "-" else 1
+        hours, minutes, seconds = (int(offset[part] or 0) for part in ("hours", "minutes", "seconds"))
+        return dt.timezone(sign * dt.timedelta(hours=hours, minutes=minutes, seconds=seconds))
+    try:
+        return ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError) as error:
+        raise LakeseekError(f"unknown time zone {name!r}") from error
+
+
+def partition_value(raw: str, arrow_type: pa.DataType, time_zone: str = UTC) -> object:
+    """The value Spark reads from a partition directory's raw text for a column of ``arrow_type``.
+
+    ValueError when the text is no value of that type (Spark would have inferred another).
+    """
+    if raw == DEFAULT_PARTITION_NAME:
+        return None
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return unescape_path_name(raw)
+    if pa.types.is_integer(arrow_type):
+        if not _JAVA_INTEGER.fullmatch(raw):
+            raise ValueError("not an integer")
+        value = int(raw)
+        bits = 32 if arrow_type.bit_width <= 32 else 64  # Spark parses bytes and shorts as ints
+        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+            raise ValueError("out of range")
+        return value
+    if pa.types.is_decimal(arrow_type):
+        if not _JAVA_DECIMAL.fullmatch(raw):
+            raise ValueError("not a decimal")
+        try:
+            value = Decimal(raw).quantize(Decimal(1).scaleb(-arrow_type.scale))
+        except InvalidOperation as error:
+            raise ValueError("out of range") from error
+        if len(value.as_tuple().digits) > arrow_type.precision:
+            raise ValueError("out of range")
+        return value
+    if pa.types.is_floating(arrow_type):
+        return _java_double(raw)
+    if pa.types.is_date(arrow_type):
+        return parse_date(raw)
+    if pa.types.is_timestamp(arrow_type):
+        return _timestamp(raw, arrow_type, time_zone)
+    if pa.types.is_boolean(arrow_type):
+        if raw.lower() not in ("true", "false"):
+            raise ValueError("not a boolean")
+        return raw.lower() == "true"
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+        return raw.encode("utf-8")
+    raise ValueError(f"partition columns of type {arrow_type} are not supported")
+
+
+def _java_double(raw: str) -> float:
+    match = _JAVA_DOUBLE.fullmatch(raw.strip(_JAVA_WHITESPACE))
+    if not match:
+        raise ValueError("not a number")
+    sign = -1.0 if match["sign"] == "-" else 1.0
+    if match["special"]:
+        return float("nan") if match["special"] == "NaN" else sign * float("inf")
+    if match["hex"]:
+        return sign * float.fromhex(match["hex"])
+    return sign * float(match["decimal"])
+
+
+def _timestamp(raw: str, arrow_type: pa.DataType, time_zone: str) -> dt.datetime:
+    """Spark's cast of the unescaped text to a timestamp, else of the raw text to a date, then
+    to midnight: in ``time_zone`` unless the text names its own offset (TIMESTAMP), or as a
+    local date-time (TIMESTAMP_NTZ)."""
+    text = unescape_path_name(raw)
+    try:
+        local = parse_timestamp(text, zoned=False)
+        match = _TIMESTAMP_TEXT.fullmatch(text.strip())
+        if arrow_type.tz is not None and match is not None and match["zone"]:
+            return parse_timestamp(text, zoned=True)
+    except LakeseekError:
+        local = dt.datetime.combine(parse_date(raw), dt.time())
+    if arrow_type.tz is None:
+        return local
+    return local.replace(tzinfo=time_zone_of(time_zone)).astimezone(dt.timezone.utc)
+
+
+def raw_partition_values(path: str) -> dict[str, str]:
+    """The raw text of each ``name=value`` directory on a file's path, by name (unescaped, and raw)."""
+    found: dict[str, str] = {}
+    for part in path.split("/")[:-1]:
+        name, equals, value = part.partition("=")
+        if equals:
+            found.setdefault(name, value)
+            found[unescape_path_name(name)] = value
+    return found
+
+
+def partition_values(path: str, fields: pa.Schema, time_zone: str = UTC) -> dict[str, object]:
+    """The partition values of the file at ``path`` (relative to the lake root), by column.
+
+    ``fields`` are the partition columns with their types; a column missing from the path is
+    NULL. A value that is not of its column's type (the lake changed since the index recorded
+    the types) is a LakeseekError.
+    """
+    raw = raw_partition_values(path)
+    folded = {name.lower(): value for name, value in raw.items()}  # Spark resolves names case-insensitively
+    values: dict[str, object] = {}
+    for field in fields:
+        text = raw.get(field.name, folded.get(field.name.lower()))
+        try:
+            values[field.name] = None if text is None else partition_value(text, field.type, time_zone)
+        except (ValueError, LakeseekError) as error:
+            raise LakeseekError(
+                f"partition value {field.name}={text} of {path} is not a {field.type}, the type the index "
+                "recorded: the lake's partition types changed since; run a full refresh"
+            ) from error
+    return values
+
+
+def partition_expression(path: str, fields: pa.Schema, time_zone: str = UTC) -> ds.Expression:
+    """The partition values of ``path`` as the pyarrow expression a dataset fragment carries."""
+    expression = None
+    for name, value in partition_values(path, fields, time_zone).items():
+        column = pc.field(name)
+        term = column.is_null() if value is None else column == pa.scalar(value, fields.field(name).type)
+        expression = term if expression is None else expression & term
+    return ds.scalar(True) if expression is None else expression
