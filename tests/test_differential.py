@@ -49,8 +49,24 @@ TYPES = {
     "s": pa.string(),
     "b": pa.binary(),
     "flag": pa.bool_(),
+    # Physical variety, read as Spark reads it: a dictionary-encoded string column, a column
+    # that is int32 in some files and int64 in others, and one spelled in another case in some.
+    "sd": pa.string(),
+    "wide": pa.int64(),
+    "mixed": pa.int32(),
 }
 INDEXED = [name for name in TYPES if name not in ("f32", "f64")]
+
+
+def _physical(name: str, number: int) -> tuple[str, pa.DataType]:
+    """How file ``number`` writes column ``name``: its spelling and Arrow type."""
+    if name == "sd":
+        return name, pa.dictionary(pa.int32(), pa.string())
+    if name == "wide" and number % 2 == 0:
+        return name, pa.int32()
+    if name == "mixed" and number % 2 == 0:
+        return "Mixed", pa.int32()
+    return name, TYPES[name]
 BASE = dt.datetime(2024, 3, 10, 2, 0, 0, 456000)
 
 EDGES = {
@@ -70,11 +86,16 @@ EDGES = {
     "s": ["a", "a%", "a\\b", "ab", "it's", "", "é", "z" * 20, "line\nbreak", "5", " 5"],
     "b": [b"", b"\x00", b"ab", b"\xff\xfe", b"5"],
     "flag": [True, False],
+    "sd": ["a", "a%", "a\\b", "", "é", "5"],
+    "wide": [-5, 0, 114, 2**31 - 1, 5_000_000_000, -(2**40)],
+    "mixed": [-(2**31), 0, 5, 114],
 }
 
 
 def _column_values(name: str, count: int, seed: int) -> list:
     edges = EDGES[name]
+    if name == "wide" and seed % 2 == 0:  # the files that write it as int32
+        edges = [value for value in edges if -(2**31) <= value < 2**31]
     return [None if (seed + i) % 7 == 3 else edges[(seed * 3 + i) % len(edges)] for i in range(count)]
 
 
@@ -85,14 +106,17 @@ def differential_lake(tmp_path_factory, spark):
     row_id = 0
     for number in range(6):
         count = 9
-        columns = {"id": list(range(row_id, row_id + count))}
+        fields, columns = [pa.field("id", pa.int64())], [list(range(row_id, row_id + count))]
         for name in TYPES:
-            columns[name] = _column_values(name, count, number)
+            spelling, arrow_type = _physical(name, number)
+            fields.append(pa.field(spelling, arrow_type))
+            columns.append(_column_values(name, count, number))
         row_id += count
-        table = pa.table(columns, schema=pa.schema([("id", pa.int64()), *TYPES.items()]))
-        pq.write_table(table, f"{root}/part-{number}.parquet")
-    lakeseek.create_index(root, INDEXED, spark=spark, chunk_rows=8, entries_per_index_file=16)
-    frame = spark.read.parquet(root)
+        pq.write_table(pa.table(columns, schema=pa.schema(fields)), f"{root}/part-{number}.parquet")
+    index = lakeseek.create_index(root, INDEXED, spark=spark, chunk_rows=8, entries_per_index_file=16)
+    # Spark reads this lake with the widened schema given (its own inference stops at the
+    # first file's int32, and mergeSchema refuses int32 with int64).
+    frame = spark.read.schema(index.spark_schema()).parquet(root)
     frame.createOrReplaceTempView("differential")
     return root
 

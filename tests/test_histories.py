@@ -475,7 +475,7 @@ _examples = itertools.count()
 def test_an_optimize_after_every_indexed_file_left_keeps_the_index_usable(tmp_path, spark):
     """Optimize full compacted a lineage whose files were all tombstoned into an empty inline
     part, which the reader took for a manifest named 'None': every query read every file,
-    and status and refresh (even full) failed."""
+    and status and refresh failed."""
     lake = str(tmp_path / "lake")
     os.makedirs(lake)
     pq.write_table(pa.table({"id": [1, 2]}), f"{lake}/a.parquet")
