@@ -18,12 +18,13 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --hypothesis-show-statistics
 
 # The generated differential tests and lake histories with new seeds and many more examples (minutes).
 FUZZ_EXAMPLES ?= 200
 fuzz: $(VENV)/.installed
-	LAKESEEK_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q tests/test_differential.py tests/test_histories.py
+	LAKESEEK_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q --hypothesis-show-statistics \
+		tests/test_differential.py tests/test_damage.py tests/test_histories.py
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/needle.py

@@ -227,7 +227,9 @@ class History:
         index = self._latest()
         if index is None:
             return
-        missing = [c for c in COLUMNS if c in index.schema.names and c not in index.columns]
+        # Columns of the index's recorded schema: ``Index.schema`` also has those of files
+        # added since, which create cannot add before a refresh records them (reported).
+        missing = [c for c in COLUMNS if c in index.root.schema.names and c not in index.columns]
         if not missing:
             return
         column = missing[number % len(missing)]
