@@ -67,6 +67,8 @@ def _physical(name: str, number: int) -> tuple[str, pa.DataType]:
     if name == "mixed" and number % 2 == 0:
         return "Mixed", pa.int32()
     return name, TYPES[name]
+
+
 BASE = dt.datetime(2024, 3, 10, 2, 0, 0, 456000)
 
 EDGES = {

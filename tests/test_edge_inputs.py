@@ -163,12 +163,33 @@ def test_partition_column_of_nulls_only(spark, tmp_path):
     index = lakeseek.create_index(root, ["x"], spark=spark)
     parquet = spark.read.parquet(root)
     assert index.spark_schema() == parquet.schema
-    for where in ("TRUE", "p IS NULL", "x = 2"):
+    _check_void_predicates(spark, index, parquet)
+    with pytest.raises(lakeseek.UnsupportedColumnError):
+        lakeseek.create_index(root, ["p"], spark=spark, name="nulls")
+
+
+VOID_PREDICATES = (
+    *("TRUE", "p IS NULL", "x = 2", "p = 'a'", "p <> 'a'", "NOT (p = 'a')", "p IN ('a', 'b')", "p LIKE 'a%'"),
+    *("p = 3", "p < DATE '2020-01-01'", "p <=> 'a'", "NOT (p <=> 'a')", "p = p", "x = 1 OR p = 'a'"),
+)
+
+
+def _check_void_predicates(spark, index, parquet) -> None:
+    for where in VOID_PREDICATES:
         expected = _spark_rows(parquet.where(where))
         assert _arrow_rows(index.read(where)) == expected, where
         assert _spark_rows(index.to_spark(spark, where)) == expected, where
-    with pytest.raises(lakeseek.UnsupportedColumnError):
-        lakeseek.create_index(root, ["p"], spark=spark, name="nulls")
+
+
+def test_partition_column_that_became_void(spark, tmp_path):
+    """The partition with a value leaves the lake after indexing: the column is void now,
+    and every comparison with it is NULL, as in Spark; indexing it waits for a value."""
+    root = str(tmp_path / "lake")
+    _write(f"{root}/p=a/part-0.parquet", pa.table({"x": [1, 2]}))
+    _write(f"{root}/p=__HIVE_DEFAULT_PARTITION__/part-0.parquet", pa.table({"x": [3, 4]}))
+    lakeseek.create_index(root, ["x"], spark=spark)
+    os.remove(f"{root}/p=a/part-0.parquet")
+    _check_void_predicates(spark, lakeseek.open_index(root), spark.read.parquet(root))
 
 
 # -- 3. timestamp partition values in the session time zone ----------------------------------------

@@ -114,14 +114,12 @@ class History:
         self.log(f"add {self._rel(path)} ({rows} rows{', extra column' if evolved else ''})")
 
     def _keeps(self, leaving: list[str]) -> bool:
-        """Whether the lake keeps a file in a partition with a value once ``leaving`` leave it.
+        """Whether the lake keeps a file once ``leaving`` leave it: an empty lake cannot be indexed.
 
-        An empty lake cannot be indexed, and Spark types a partition column that holds
-        only NULL as void, which lakeseek then cannot compare with a string (reported, not
-        a lifecycle matter): histories keep clear of both.
+        A lake left with only ``__HIVE_DEFAULT_PARTITION__`` files has a void partition
+        column in Spark's eyes, which every comparison must treat as NULL: histories go there.
         """
-        default = f"{_region_dir(None)}{os.sep}"
-        return any(not self._rel(path).startswith(default) for path in set(self._files()) - set(leaving))
+        return bool(set(self._files()) - set(leaving))
 
     def remove(self, number: int) -> None:
         path = self._pick(number)
@@ -166,8 +164,6 @@ class History:
     def move(self, number: int, region: int) -> None:
         path = self._pick(number)
         directory = f"{self.root}/{_region_dir(REGIONS[region])}"
-        if REGIONS[region] is None and not self._keeps([path]):
-            return
         os.makedirs(directory, exist_ok=True)
         target = f"{directory}/{os.path.basename(path)}"
         os.rename(path, target)  # over a file of that name: a replacement by rename
@@ -213,6 +209,11 @@ class History:
         if not self._keeps([]):  # see _keeps
             self.add(0, 0, False, 1)
         self.log(f"create {columns} (row_groups={row_groups}, chunk_rows={chunk_rows})")
+        default = f"{_region_dir(None)}{os.sep}"
+        if "region" in columns and all(self._rel(path).startswith(default) for path in self._files()):
+            with pytest.raises(lakeseek.UnsupportedColumnError):  # Spark's void column
+                lakeseek.create_index(self.root, columns, spark=self.spark)
+            return
         lakeseek.create_index(
             self.root,
             columns,
@@ -227,15 +228,18 @@ class History:
         index = self._latest()
         if index is None:
             return
-        # Columns of the index's recorded schema: ``Index.schema`` also has those of files
-        # added since, which create cannot add before a refresh records them (reported).
-        missing = [c for c in COLUMNS if c in index.root.schema.names and c not in index.columns]
+        # ``Index.schema`` is the lake's now: a column only files added since have is added too.
+        missing = [c for c in COLUMNS if c in index.schema.names and c not in index.columns]
         if not missing:
             return
         column = missing[number % len(missing)]
         self.log(f"add column {column}")
         if index.root.state == "deleted":
             with pytest.raises(LakeseekError, match="restore it first"):
+                lakeseek.create_index(self.root, [column], spark=self.spark)
+            return
+        if pa.types.is_null(index.schema.field(column).type):  # Spark's void: nothing to index
+            with pytest.raises(lakeseek.UnsupportedColumnError):
                 lakeseek.create_index(self.root, [column], spark=self.spark)
             return
         lakeseek.create_index(self.root, [column], spark=self.spark)

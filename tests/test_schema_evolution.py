@@ -278,6 +278,24 @@ def test_columns_added_by_new_files(spark, tmp_path, sources):
         _check(spark, lake, where, oracle, sources, options={"mergeSchema": "true"})
 
 
+def test_a_column_only_new_files_have_can_be_indexed_at_once(spark, tmp_path, sources):
+    """``create_index`` for a column the index has not recorded yet (only files added since
+    have it) refreshes first, then indexes it: no refresh by hand, no unknown column."""
+    lake = _write(tmp_path / "lake", {"a.parquet": pa.table({"id": pa.array([1, 2], pa.int64())})})
+    lakeseek.create_index(lake, ["id"], spark=spark)
+    _write(lake, {"b.parquet": pa.table({"id": pa.array([3], pa.int64()), "Extra": pa.array([7], pa.int32())})})
+    index = lakeseek.create_index(lake, ["extra"], spark=spark)
+    assert sorted(index.columns) == ["Extra", "id"]
+    status = index.status()
+    assert status.is_fresh
+    assert {c.name: c.entries for c in status.columns}["Extra"] == 2  # 7 in b.parquet, NULL in a.parquet
+    oracle = spark.read.option("mergeSchema", "true").parquet(lake)
+    for where in ("extra = 7", "Extra IS NULL", "id = 3"):
+        _check(spark, lake, where, oracle, sources, options={"mergeSchema": "true"})
+    with pytest.raises(lakeseek.UnknownColumnError):
+        lakeseek.create_index(lake, ["nowhere"], spark=spark)
+
+
 def test_recursive_file_lookup_has_no_partition_columns(spark, tmp_path, sources):
     lake = _write(
         tmp_path / "lake",

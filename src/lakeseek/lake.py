@@ -33,6 +33,8 @@ def is_hidden(name: str, *, directory: bool = False) -> bool:
     ``_`` without ``=`` (PartitioningAwareFileIndex.isDataPath). So a directory
     ``_metadata/`` is entered and its files are data, but a file ``_metadata`` is not.
     """
+    if name[:1] not in ("_", "."):  # nearly every name: decided by one comparison
+        return name.endswith("._COPYING_")
     if directory and name.startswith(("_common_metadata", "_metadata")):
         return False
     return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")

@@ -57,6 +57,10 @@ def bind(predicate: Predicate, schema: pa.Schema) -> Predicate:
     field = resolve_column(predicate.columns().pop(), schema)
     if isinstance(predicate, IsNull):
         return IsNull(field.name)
+    if pa.types.is_null(field.type):
+        # Spark's void column (a partition column whose every value is NULL): any comparison
+        # with it, LIKE and IN included, is NULL for every row.
+        return Constant(None)
     if isinstance(predicate, Like):
         if not is_text(value_type(field.type)):
             raise PredicateTypeError(f"LIKE needs a string column; '{field.name}' is {field.type}")
@@ -152,6 +156,8 @@ def _bind_in(field: pa.Field, literals: tuple[Literal, ...]) -> Predicate:
 
 def _bind_column_comparison(predicate: ColumnComparison, schema: pa.Schema) -> Predicate:
     left, right = resolve_column(predicate.left, schema), resolve_column(predicate.right, schema)
+    if pa.types.is_null(left.type) or pa.types.is_null(right.type):
+        return Constant(None)
     if common_type(value_type(left.type), value_type(right.type)) is None:
         raise PredicateTypeError(
             f"cannot compare column '{left.name}' ({left.type}) with column '{right.name}' ({right.type})"

@@ -151,18 +151,20 @@ class Storage:
             top = os.stat(directory)
         except FileNotFoundError:
             return {}
-        found = {}
+        found: dict[str, Stamp] = {}
         # Each directory (as a prefix of relative paths: "" or "a/b/") with the (device, inode)
         # of itself and of the directories above it: a symlink back to one of them would loop
         # forever, so it is not entered.
         pending = [("", frozenset([(top.st_dev, top.st_ino)]))]
+        is_file, is_dir = stat.S_ISREG, stat.S_ISDIR
         while pending:
             prefix, ancestors = pending.pop()
             for name, info in _scan(f"{directory}/{prefix}"):
-                if stat.S_ISREG(info.st_mode):
+                mode = info.st_mode
+                if is_file(mode):
                     if not skip_file(name):
                         found[prefix + name] = Stamp(info.st_size, info.st_mtime_ns, local_version(info))
-                elif stat.S_ISDIR(info.st_mode) and (info.st_dev, info.st_ino) not in ancestors and not skip_dir(name):
+                elif is_dir(mode) and (info.st_dev, info.st_ino) not in ancestors and not skip_dir(name):
                     pending.append((f"{prefix}{name}/", ancestors | {(info.st_dev, info.st_ino)}))
         return found
 
@@ -256,32 +258,26 @@ class Storage:
 _SCAN_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
 
 
-def _scan(directory: str) -> list[tuple[str, os.stat_result]]:
+def _scan(directory: str) -> Iterator[tuple[str, os.stat_result]]:
     """The entries of a local directory with their stats, symlinks followed (as pyarrow's
     listing and Hadoop's do). Entries removed meanwhile, broken symlinks, and a directory
     removed meanwhile list as nothing: their files are gone."""
     try:
-        if not _SCAN_BY_FD:
-            with os.scandir(directory) as listing:
-                return _stats(listing)
-        handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            with os.scandir(handle) as listing:
-                return _stats(listing)
-        finally:
-            os.close(handle)
+        handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY) if _SCAN_BY_FD else None
     except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
-def _stats(listing: Iterator[os.DirEntry]) -> list[tuple[str, os.stat_result]]:
-    found = []
-    for entry in listing:
-        try:
-            found.append((entry.name, entry.stat()))
-        except FileNotFoundError:
-            continue
-    return found
+        return
+    try:
+        with os.scandir(directory if handle is None else handle) as listing:
+            for entry in listing:
+                try:
+                    yield entry.name, entry.stat()
+                except FileNotFoundError:
+                    continue
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    finally:
+        if handle is not None:
+            os.close(handle)
 
 
 def _parent(path: str) -> str:

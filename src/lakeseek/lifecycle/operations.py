@@ -108,12 +108,24 @@ def create_index(
     if not location.storage.is_dir(location.lake_root):
         raise LakeNotFoundError(f"lake not found: {location.lake_root} is not a directory")
     log = IndexLog(location.storage, location.index_dir)
+    if log.versions() and _unrecorded(log.latest(), names):
+        # Columns only files added since the last refresh have (or a partition column that was
+        # void then): the refresh indexes those files and records their schema, then the
+        # columns are added like any other.
+        refresh_index(source, "incremental", index, spark, name=name, progress=progress)
     with _operation(location, "create") as op:
         if log.versions():
             root = op.transact(lambda base: _add_columns(op, base, names, runner_for("spark", spark, progress)))
         else:
             root = _create(op, names, config, spark, progress)
     return Index(location, root)
+
+
+def _unrecorded(root: Root, names: list[str]) -> bool:
+    """Whether some of ``names`` are not columns of the schema ``root`` records (as Spark
+    resolves names: in any case), or are void (NULL-typed) in it."""
+    recorded = {field.name.lower() for field in root.schema if not pa.types.is_null(field.type)}
+    return root.state == ACTIVE and any(name.lower() not in recorded for name in names)
 
 
 def _create(
