@@ -328,3 +328,62 @@ def test_micros_rebase_is_sparks(spark, zone):
     )
     mine = rebase_julian_micros(np.array(micros), zone).tolist()
     assert mine == [rebase.rebaseJulianToGregorianMicros(zone, m) for m in micros]
+
+
+# -- dates and timestamps Python cannot hold -------------------------------------------------------
+FAR_DAYS = [-800_000, -719_163, -719_162, 0, 2_932_896, 2_932_897, 3_000_000]  # years -220 .. 10183
+FAR_MICROS = [-70_000_000_000_000_000, -62_135_596_800_000_001, 0, 253_402_300_799_999_999, 300_000_000_000_000_000]
+FAR_PREDICATES = [
+    "d < DATE '0001-01-01'",
+    "d <= DATE '0001-01-01'",
+    "d = DATE '0001-01-01'",
+    "d >= DATE '9999-12-31'",
+    "d > DATE '9999-12-31'",
+    "d = DATE '1970-01-01'",
+    "NOT (d > DATE '1970-01-01')",
+    "d IS NULL",
+    "ts < TIMESTAMP '0001-01-01 00:00:00'",
+    "ts >= TIMESTAMP '9999-12-31 23:59:59.999999'",
+    "ts = TIMESTAMP '1970-01-01 00:00:00'",
+    "ts > TIMESTAMP '2000-01-01 00:00:00' OR d < DATE '1000-01-01'",
+]
+
+
+def _far_table(first_id: int, rows: int, shift: int) -> pa.Table:
+    days = [None if (i + shift) % 5 == 4 else FAR_DAYS[(i + shift) % len(FAR_DAYS)] for i in range(rows)]
+    micros = [FAR_MICROS[(i * 2 + shift) % len(FAR_MICROS)] for i in range(rows)]
+    return pa.table(
+        {
+            "id": pa.array(range(first_id, first_id + rows), pa.int64()),
+            "d": pa.array(days, pa.int32()).cast(pa.date32()),
+            "ts": pa.array(micros, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        }
+    )
+
+
+def test_dates_and_timestamps_beyond_years_1_to_9999_are_indexed(registered, tmp_path):
+    """Spark holds dates and timestamps from before year 1 and after 9999: they are indexed
+    (keys are the Arrow storage numbers), in the main index and in a delta segment."""
+    path = str(tmp_path / "lake")
+    os.makedirs(path)
+    for number in range(3):
+        pq.write_table(_far_table(number * 10, 10, number), f"{path}/part-{number}.parquet")
+    lakeseek.create_index(path, ["d", "ts"], spark=registered, chunk_rows=2)
+    pq.write_table(_far_table(30, 10, 3), f"{path}/part-3.parquet")
+    lakeseek.refresh_index(path, "incremental", engine="local")
+    index = lakeseek.open_index(path)
+    assert index.status().is_fresh and index.root.segments == 2
+    for where in FAR_PREDICATES:
+        expected = _expected(registered, path, where)
+        assert _arrow_rows(index.read(where)) == _spark_rows(expected), where
+        holding = {_path(r[0]) for r in expected.select(F.input_file_name()).distinct().collect()}
+        assert holding <= set(index.files(where)), where
+        assert _spark_rows(index.to_spark(registered, where)) == _spark_rows(expected), where
+    # Every key is in the index (main and delta segment), whatever its year.
+    entries = index.reader.point_entries("d", pa.array(FAR_DAYS, pa.int32()).cast(pa.date32()))
+    assert sorted(set(entries.column("key").cast(pa.int32()).to_pylist())) == FAR_DAYS
+    found = index.locate([dt.date(1, 1, 1), dt.date(1970, 1, 1), dt.date(9999, 12, 31)], column="d")
+    holding = registered.read.parquet(path).where("d IN (DATE '0001-01-01', DATE '1970-01-01', DATE '9999-12-31')")
+    pairs = sorted((r[0], _path(r[1])) for r in holding.selectExpr("unix_date(d)", "input_file_name()").collect())
+    keys = found.column("key").cast(pa.int32()).to_pylist()
+    assert sorted(zip(keys, found.column("file").to_pylist(), strict=True)) == sorted(set(pairs))

@@ -180,6 +180,30 @@ def test_an_older_manifest_in_place_of_the_newer_one_falls_back_to_a_scan(tmp_pa
     assert not plan.index_used and "lineage" in plan.reason, plan.reason
 
 
+def test_date_and_timestamp_blooms_written_before_format_5_are_not_used(lake_copy):
+    """Format 5 hashes date and timestamp keys as numbers: bloom filters of a root of an
+    earlier format (which hashed them as text) are never asked, by it or by roots built on it."""
+    from lakeseek.lifecycle.log import IndexLog, decode_entry, encode_entry
+
+    log = IndexLog(lakeseek.open_index(lake_copy).storage, f"{lake_copy}/_lakeseek/default")
+    entry = f"{lake_copy}/_lakeseek/default/log/{log.versions()[-1]:020d}.json"
+    with open(entry, "rb") as f:
+        body = decode_entry(f.read(), entry)
+    body["format_version"] = 4
+    with open(entry, "wb") as f:
+        f.write(encode_entry(body))
+    rows = [{k: v for k, v in row.items() if k != "region"} for row in typed_rows(random.Random(5), 10_000, 5)]
+    write_file(f"{lake_copy}/{region_dir('east')}/late.parquet", rows)
+    index = lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    assert index.root.legacy_temporal_blooms and index.root.segments == 2
+    reader = index.reader
+    assert not reader._blooms_usable(index.root.columns["day"]) and not reader._blooms_usable(index.root.columns["ts"])
+    assert reader._blooms_usable(index.root.columns["id"])
+    for row in rows[:2]:
+        where = to_sql(("=", "day", row["day"]))
+        assert ids(index.read(where)) == ids(matching(all_rows(lake_copy), ("=", "day", row["day"]))), where
+
+
 def test_an_index_written_before_format_3_reads_every_file_until_refreshed(lake_copy):
     from lakeseek.lifecycle.log import decode_entry, encode_entry
 

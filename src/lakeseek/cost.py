@@ -13,7 +13,6 @@ chunks read, for clustered keys.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from dataclasses import dataclass
 from decimal import Decimal
@@ -103,10 +102,6 @@ def _number(value: KeyValue) -> float | None:
         return float(value)
     if isinstance(value, Decimal):
         return float(value)
-    if isinstance(value, dt.datetime):
-        return value.timestamp() if value.tzinfo else value.replace(tzinfo=dt.UTC).timestamp()
-    if isinstance(value, dt.date):
-        return float(value.toordinal())
     raw = value.encode() if isinstance(value, str) else bytes(value)
     return float(int.from_bytes(raw[:8].ljust(8, b"\0"), "big"))
 

@@ -36,7 +36,7 @@ from lakeseek.format.index_file import (
 )
 from lakeseek.format.lineage import Lineage, read_lineage
 from lakeseek.format.root import ColumnIndex, LineagePart, Root, Segment
-from lakeseek.format.values import KeyValue, sort_key
+from lakeseek.format.values import KeyValue, is_temporal_key, keys_of, sort_key
 from lakeseek.io import Storage
 
 
@@ -129,7 +129,7 @@ class IndexReader:
         for position, segment in enumerate(index.segments):
             for info, file_keys in _keys_by_span(_file_spans(segment), present):
                 if position:  # a delta's bloom filter rules keys out without reading its footer
-                    file_keys = self._after_delta_filter(info, file_keys)
+                    file_keys = self._after_delta_filter(index, info, file_keys)
                 if len(file_keys):
                     reads.append((info, file_keys))
             if wanted.null_count:
@@ -156,16 +156,19 @@ class IndexReader:
 
     def _entries_of_keys(self, index: ColumnIndex, info: IndexFileInfo, keys: pa.Array) -> pa.Table:
         footer = self._footer(index, info)
-        if footer.bloom is not None:
-            keys = keys.filter(pa.array([footer.may_contain(k) for k in keys.to_pylist()], pa.bool_()))
+        if footer.bloom is not None and self._blooms_usable(index):
+            keys = keys.filter(pa.array([footer.may_contain(k) for k in keys_of(keys)], pa.bool_()))
         chunks = sorted({chunk for chunk, _ in _keys_by_span(_chunk_spans(footer), keys)})
         entries = self._read_chunks(index, info, footer, chunks)
         return entries.filter(pc.is_in(entries.column(KEY), value_set=keys))
 
-    def _after_delta_filter(self, info: IndexFileInfo, keys: pa.Array) -> pa.Array:
-        if self.root.delta_filters is None:
+    def _after_delta_filter(self, index: ColumnIndex, info: IndexFileInfo, keys: pa.Array) -> pa.Array:
+        if self.root.delta_filters is None or not self._blooms_usable(index):
             return keys
-        return keys.filter(pa.array([self._may_hold(info.path, k) for k in keys.to_pylist()], pa.bool_()))
+        return keys.filter(pa.array([self._may_hold(info.path, k) for k in keys_of(keys)], pa.bool_()))
+
+    def _blooms_usable(self, index: ColumnIndex) -> bool:
+        return not (self.root.legacy_temporal_blooms and is_temporal_key(index.key_type))
 
     def _may_hold(self, delta_path: str, value: KeyValue) -> bool:
         if self.root.delta_filters is None:

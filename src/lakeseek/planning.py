@@ -23,7 +23,7 @@ from lakeseek.expressions.binding import value_type
 from lakeseek.expressions.rounding import domain, float_bounds
 from lakeseek.format.index_file import FILE_ID, ROW_GROUP
 from lakeseek.format.root import ColumnIndex
-from lakeseek.format.values import KeyValue
+from lakeseek.format.values import KeyValue, key_of
 from lakeseek.lake import LakeState
 from lakeseek.lookup import IndexReader, KeyRange
 
@@ -447,7 +447,7 @@ def _successor(prefix: str) -> str | None:
 def _key(value: object, column_type: pa.DataType, key_type: pa.DataType) -> KeyValue:
     """A bound literal as an index key, through the column's type first: the scan's filter
     makes the same conversion (a millisecond column drops a literal's extra digits)."""
-    return pa.scalar(pa.scalar(value, type=column_type).as_py(), type=key_type).as_py()
+    return key_of(pa.scalar(value, type=column_type), key_type)
 
 
 def _locations(entries: pa.Table) -> np.ndarray:

@@ -10,7 +10,6 @@ stable across processes and Python versions, unlike ``hash()``.
 
 from __future__ import annotations
 
-import datetime as dt
 import zlib
 from collections.abc import Iterable
 
@@ -31,8 +30,6 @@ def _key_bytes(value: KeyValue) -> bytes:
         return value
     if isinstance(value, str):
         return value.encode()
-    if isinstance(value, dt.datetime):
-        return value.isoformat().encode()
     return str(value).encode()
 
 

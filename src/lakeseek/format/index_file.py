@@ -136,7 +136,7 @@ def write_index_file(
     file_ids: list[np.ndarray] = []
     distinct_keys = 0
     for chunk in _chunks(_deduplicated(batches, schema), chunk_rows):
-        low, high = chunk.column(KEY)[0].as_py(), chunk.column(KEY)[-1].as_py()
+        low, high = values.key_of(chunk.column(KEY)[0], key_type), values.key_of(chunk.column(KEY)[-1], key_type)
         if writer is None:
             writer = pq.ParquetWriter(sink, schema, **_writer_options(key_type))
             first = low
@@ -155,7 +155,7 @@ def write_index_file(
         return None
     metadata = {CHUNKS_METADATA: json.dumps(chunk_ranges)}
     if bloom:
-        distinct = pa.concat_arrays(keys).to_pylist()
+        distinct = values.keys_of(pa.concat_arrays(keys))
         metadata[BLOOM_METADATA] = base64.b64encode(BloomFilter.build(distinct).to_bytes()).decode()
     writer.add_key_value_metadata(metadata)
     writer.close()

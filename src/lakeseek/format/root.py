@@ -25,12 +25,16 @@ from lakeseek.format.values import KeyValue, sort_key
 # delta filter file are named after their checksum and size (format/sealed.py).
 # 4: the schema is the merge of every indexed file's (types widened, other spellings of a
 # column in the schema's metadata; see lakeseek.evolution), and ``schema_checked`` says so.
-FORMAT_VERSION = 4
+# 5: date and timestamp keys are numbers in JSON (days, microseconds since 1970-01-01 UTC)
+# and in bloom filters, so that every date and timestamp Spark holds can be indexed.
+FORMAT_VERSION = 5
 # Versions this lakeseek reads. A version 2 root recorded no version tokens: its files all
 # count as changed (every query reads them) until a refresh records them anew. A root
 # without ``schema_checked`` (versions 2 and 3) took its schema from one file: queries merge
-# in the schema of every file until a refresh checks them.
-READABLE_FORMAT_VERSIONS = (2, 3, 4)
+# in the schema of every file until a refresh checks them. Bloom filters of dates and
+# timestamps written before version 5 hashed other forms of the keys: they are not used
+# (``legacy_temporal_blooms``) by this root or any root built on it.
+READABLE_FORMAT_VERSIONS = (2, 3, 4, 5)
 
 
 @dataclass(frozen=True)
@@ -239,6 +243,7 @@ class Root:
     # Whether ``schema`` holds every indexed file's types (format 4): each value of an indexed
     # file is exact in it, so is its key. False for roots of earlier formats.
     schema_checked: bool = False
+    legacy_temporal_blooms: bool = False
 
     @property
     def index_bytes(self) -> int:
@@ -279,6 +284,7 @@ class Root:
             "lineage": self.lineage.to_json(),
             "delta_filters": None if self.delta_filters is None else self.delta_filters.to_json(),
             "schema_checked": self.schema_checked,
+            "legacy_temporal_blooms": self.legacy_temporal_blooms,
         }
 
     @classmethod
@@ -305,6 +311,7 @@ class Root:
                 lineage=LineageSet.from_json(raw["lineage"]),
                 delta_filters=FiltersRef.from_json(raw.get("delta_filters")),
                 schema_checked=raw.get("schema_checked") is True,
+                legacy_temporal_blooms=raw["format_version"] < 5 or raw.get("legacy_temporal_blooms") is True,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise IndexCorruptError(f"index log entry is malformed ({error!r})") from error

@@ -1,8 +1,10 @@
 """Typed key values: which Arrow types can be indexed, and their JSON form in the root.
 
 Index keys are kept as Python values of one kind per column (int, str, bytes, bool,
-date, datetime, Decimal) so the root's and chunks' key ranges compare with ``<``;
-``None`` (SQL NULL) sorts first, as in the index files.
+Decimal) so the root's and chunks' key ranges compare with ``<``; ``None`` (SQL NULL)
+sorts first, as in the index files. Dates and timestamps are their Arrow storage values
+(days, microseconds since 1970-01-01 UTC): Python's ``date`` and ``datetime`` stop at years
+1 and 9999, and Spark's dates and timestamps do not.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import pyarrow as pa
 
 from lakeseek.exceptions import IndexCorruptError, UnsupportedColumnError
 
-KeyValue = int | str | bytes | bool | dt.date | dt.datetime | Decimal | None
+KeyValue = int | str | bytes | bool | Decimal | None
+_EPOCH = dt.date(1970, 1, 1)
 
 
 def key_type_for(arrow_type: pa.DataType, column: str) -> pa.DataType:
@@ -48,6 +51,26 @@ def key_type_for(arrow_type: pa.DataType, column: str) -> pa.DataType:
     )
 
 
+def is_temporal_key(key_type: pa.DataType) -> bool:
+    return pa.types.is_date(key_type) or pa.types.is_timestamp(key_type)
+
+
+def key_of(value: pa.Scalar, key_type: pa.DataType) -> KeyValue:
+    """A value of the column (an Arrow scalar) as an index key of ``key_type``."""
+    if not value.is_valid:
+        return None
+    if is_temporal_key(key_type):
+        return value.cast(key_type).value
+    return pa.scalar(value.as_py(), type=key_type).as_py()
+
+
+def keys_of(keys: pa.Array | pa.ChunkedArray) -> list[KeyValue]:
+    """The keys of an array of ``key_type`` values, as Python key values."""
+    if is_temporal_key(keys.type):
+        return keys.cast(pa.int32() if pa.types.is_date32(keys.type) else pa.int64()).to_pylist()
+    return keys.to_pylist()
+
+
 def sort_key(value: KeyValue) -> tuple:
     """Order of keys in index files: NULL first, then the values' natural order."""
     return (0,) if value is None else (1, value)
@@ -59,10 +82,6 @@ def encode(value: KeyValue, key_type: pa.DataType) -> Any:
         return None
     if pa.types.is_binary(key_type):
         return base64.b64encode(value).decode("ascii")
-    if pa.types.is_date(key_type):
-        return value.isoformat()
-    if pa.types.is_timestamp(key_type):
-        return pa.scalar(value, type=key_type).value
     if pa.types.is_decimal(key_type):
         return str(value)
     return value
@@ -75,17 +94,15 @@ def decode(raw: Any, key_type: pa.DataType) -> KeyValue:
     try:
         if pa.types.is_binary(key_type):
             return base64.b64decode(raw)
-        if pa.types.is_date(key_type):
-            return dt.date.fromisoformat(raw)
-        if pa.types.is_timestamp(key_type):
-            return pa.scalar(int(raw), type=pa.int64()).cast(key_type).as_py()
+        if pa.types.is_date(key_type) and isinstance(raw, str):  # format 4 and before: ISO dates
+            return (dt.date.fromisoformat(raw) - _EPOCH).days
         if pa.types.is_decimal(key_type):
             return Decimal(raw)
         if pa.types.is_boolean(key_type):
             if not isinstance(raw, bool):
                 raise TypeError(raw)
             return raw
-        if pa.types.is_integer(key_type):
+        if pa.types.is_integer(key_type) or is_temporal_key(key_type):
             if not isinstance(raw, int) or isinstance(raw, bool):
                 raise TypeError(raw)
             return raw

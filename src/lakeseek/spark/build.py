@@ -246,7 +246,7 @@ def _quantiles(sample: pa.Array, ranges: int) -> list:
     if ranges <= 1 or len(distinct) < 2:
         return []
     ordered = distinct.take(pc.sort_indices(distinct))
-    picks = [ordered[len(ordered) * i // ranges].as_py() for i in range(1, ranges)]
+    picks = [values.key_of(ordered[len(ordered) * i // ranges], ordered.type) for i in range(1, ranges)]
     return [p for i, p in enumerate(picks) if i == 0 or sort_key(picks[i - 1]) < sort_key(p)]
 
 
