@@ -60,7 +60,8 @@ def key_of(value: pa.Scalar, key_type: pa.DataType) -> KeyValue:
     if not value.is_valid:
         return None
     if is_temporal_key(key_type):
-        return value.cast(key_type).value
+        # Unsafe: a nanosecond value drops its nanoseconds, as the build's keys do.
+        return value.cast(key_type, safe=False).value
     return pa.scalar(value.as_py(), type=key_type).as_py()
 
 
