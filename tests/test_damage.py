@@ -95,9 +95,21 @@ def test_a_lease_with_wrong_fields_counts_as_dead_and_goes(lake_copy, spark, cha
 
 
 def test_files_in_the_lease_directory_lakeseek_did_not_write_are_left_alone(lake_copy, spark):
-    stray = _lease(lake_copy, "notes.json", "{}")
+    strays = [_lease(lake_copy, name, "{}") for name in ("notes.json", "notes.txt", "README", f"{uuid.uuid4().hex}")]
     _every_command_works(lake_copy, spark)
-    assert os.path.exists(stray)
+    assert all(os.path.exists(stray) for stray in strays)
+
+
+def test_files_lakeseek_did_not_write_anywhere_in_the_index_home_are_left_alone(lake_copy, spark):
+    home = f"{lake_copy}/{INDEX}"
+    strays = [f"{home}/log/notes.json", f"{home}/log/notes.txt", f"{home}/data/mine/x.parquet", f"{home}/notes.md"]
+    strays += [f"{home}/lineage/other.parquet", f"{home}/data/{uuid.uuid4().hex[:31]}/x.parquet"]
+    for stray in strays:
+        os.makedirs(os.path.dirname(stray), exist_ok=True)
+        with open(stray, "w") as out:
+            out.write("{}")
+    _every_command_works(lake_copy, spark)
+    assert [stray for stray in strays if not os.path.exists(stray)] == []
 
 
 def test_vacuum_leaves_a_lease_being_written(lake_copy):
@@ -126,9 +138,44 @@ def test_an_old_entry_copied_under_a_future_number_is_not_the_latest(lake_copy, 
 
 
 def test_a_stray_log_file_is_not_a_version(lake_copy, spark):
-    with open(f"{_log(lake_copy)}/5.json", "w") as out:
-        out.write("{}")
+    strays = [f"{_log(lake_copy)}/5.json", f"{_log(lake_copy)}/{'٣' * 20}.json"]  # Arabic-Indic digits
+    for stray in strays:
+        with open(stray, "w") as out:
+            out.write("{}")
     _every_command_works(lake_copy, spark)
+    assert all(os.path.exists(stray) for stray in strays)
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda body: [body],  # not an object
+        lambda body: "lakeseek",
+        lambda body: _with_inline(body, lambda inline: inline["ids"].append(10**6)),  # lists of other lengths
+        lambda body: _with_inline(body, lambda inline: inline["sizes"].__setitem__(0, "5")),  # a size as text
+        lambda body: _with_inline(body, lambda inline: inline["paths"].__setitem__(0, 5)),
+    ],
+)
+def test_a_well_sealed_entry_of_the_wrong_shape_is_skipped_as_damaged(lake_copy, spark, forge):
+    """An entry whose checksum holds but whose content is not a root of the right shape is
+    damaged like any other: the version before it serves, exactly, and a refresh repairs."""
+    from lakeseek.lifecycle.log import decode_entry, encode_entry
+
+    log = _log(lake_copy)
+    before = lakeseek.open_index(lake_copy).version
+    source = f"{log}/{before:020d}.json"
+    with open(source, "rb") as f:
+        body = decode_entry(f.read(), source)
+    body["version"] = before + 1
+    with open(f"{log}/{before + 1:020d}.json", "wb") as out:
+        out.write(encode_entry(forge(body)))
+    assert lakeseek.open_index(lake_copy).version == before
+    _every_command_works(lake_copy, spark)
+
+
+def _with_inline(body: dict, change) -> dict:
+    change(body["lineage"]["parts"][0]["inline"])
+    return body
 
 
 def test_a_truncated_latest_entry_is_skipped_and_a_full_refresh_repairs_it(lake_copy, spark, caplog):

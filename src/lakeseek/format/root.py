@@ -143,9 +143,25 @@ class LineagePart:
 
 
 def _inline_lineage(raw: dict) -> Lineage:
-    ids = list(raw["ids"])
+    ids = _listed(raw["ids"], int)
     versions = raw.get("versions", [None] * len(ids))  # format 2 recorded none
-    return Lineage(ids, list(raw["paths"]), list(raw["sizes"]), list(raw["mtimes_ns"]), list(versions))
+    lineage = Lineage(
+        ids,
+        _listed(raw["paths"], str),
+        _listed(raw["sizes"], int),
+        _listed(raw["mtimes_ns"], int),
+        _listed(versions, (str, type(None))),
+    )
+    if not len(ids) == len(lineage.paths) == len(lineage.sizes) == len(lineage.mtimes) == len(lineage.versions):
+        raise ValueError("the inline lineage's lists differ in length")
+    return lineage
+
+
+def _listed(raw: object, kind: type | tuple[type, ...]) -> list:
+    """A JSON list whose every item is of ``kind`` (bool is no int here), else ValueError."""
+    if not isinstance(raw, list) or any(isinstance(item, bool) or not isinstance(item, kind) for item in raw):
+        raise ValueError(f"an inline lineage list is not a list of {kind}")
+    return raw
 
 
 @dataclass(frozen=True)
@@ -289,7 +305,7 @@ class Root:
 
     @classmethod
     def from_json(cls, raw: dict) -> Root:
-        if raw.get("format") != "lakeseek":
+        if not isinstance(raw, dict) or raw.get("format") != "lakeseek":
             raise IndexCorruptError("index log entry is not a lakeseek root")
         if raw.get("format_version") not in READABLE_FORMAT_VERSIONS:
             raise IndexFormatError(

@@ -19,7 +19,14 @@ from lakeseek.io import Storage
 
 LOG_DIR = "log"
 _SUFFIX = ".json"
-_ENTRY_NAME = re.compile(r"(\d{20})\.json")
+_ENTRY_NAME = re.compile(r"([0-9]{20})\.json")  # ASCII digits: \d would take any script's
+
+
+def is_entry_name(name: str) -> bool:
+    """Whether ``name`` is a log entry's: 20 ASCII digits, ``.json``."""
+    return _ENTRY_NAME.fullmatch(name) is not None
+
+
 logger = logging.getLogger("lakeseek")
 
 
@@ -36,7 +43,7 @@ class IndexLog:
         """The committed versions: entries named exactly as commits name them (20 digits)."""
         found = []
         for status in self.storage.list_files(self.log_dir, recursive=False):
-            match = _ENTRY_NAME.fullmatch(status.path.rsplit("/", 1)[-1])
+            match = _ENTRY_NAME.fullmatch(status.path.rsplit("/", 1)[-1])  # see is_entry_name
             if match:
                 found.append(int(match.group(1)))
         return sorted(found)

@@ -46,8 +46,8 @@ from lakeseek.format.root import ACTIVE, DELETED, ColumnIndex, IndexConfig, Line
 from lakeseek.index import DEFAULT_NAME, Index, Location, index_names, locate
 from lakeseek.io import Storage
 from lakeseek.lake import Stamp, compare, list_data_files
-from lakeseek.lifecycle.leases import LEASE_DIR, Lease, Leases
-from lakeseek.lifecycle.log import LOG_DIR, IndexLog
+from lakeseek.lifecycle.leases import LEASE_DIR, OPERATION_ID, Lease, Leases
+from lakeseek.lifecycle.log import LOG_DIR, IndexLog, is_entry_name
 from lakeseek.lookup import IndexReader
 from lakeseek.spark.runner import Engine, Runner, runner_for
 
@@ -339,6 +339,7 @@ def _rebuild(op: _Operation, base: Root, files: dict[str, Stamp], runner: Runner
             schema=now.schema,
             spark_schema=now.spark_schema,
             schema_checked=True,
+            legacy_temporal_blooms=False,  # every index file is written anew
         )
 
     return change
@@ -529,8 +530,8 @@ def vacuum_index(
             continue
         if _is_temporary(relative) and status.mtime_ns > (_now_ms() - TEMPORARY_GRACE_MS) * 1_000_000:
             continue  # an atomic write under way: the lease it will become is not there yet
-        if relative.startswith(f"{LOG_DIR}/") and _owner(relative) is None and not relative.endswith(".json"):
-            continue  # not ours
+        if _owner(relative) is None and not _is_log_entry(relative):
+            continue  # not a name lakeseek writes: left alone (status reports strays)
         storage.delete_file(status.path)
         deleted += 1
         deleted_bytes += status.size
@@ -709,7 +710,13 @@ def _discard(location: Location, operation_id: str, referenced: set[str] | None 
 
 
 def _owner(relative: str) -> str | None:
-    """The operation that wrote a file of the index directory, from its name."""
+    """The operation that wrote a file of the index directory, from its name; None for a
+    name lakeseek's operations do not write."""
+    owner = _named_owner(relative)
+    return owner if owner is not None and OPERATION_ID.fullmatch(owner) else None
+
+
+def _named_owner(relative: str) -> str | None:
     parts = relative.split("/")
     if len(parts) >= 3 and parts[0] in ("data", "_tmp"):
         return parts[1]
@@ -717,13 +724,18 @@ def _owner(relative: str) -> str | None:
         return parts[1].split("-", 1)[0]
     if len(parts) == 2 and parts[0] in (LOG_DIR, LEASE_DIR) and parts[1].startswith(".tmp-"):
         return parts[1].split("-")[1]
-    if len(parts) == 2 and parts[0] == LEASE_DIR:
+    if len(parts) == 2 and parts[0] == LEASE_DIR and parts[1].endswith(".json"):
         return parts[1].removesuffix(".json")
     return None
 
 
 def _is_temporary(relative: str) -> bool:
     return relative.rsplit("/", 1)[-1].startswith(".tmp-")
+
+
+def _is_log_entry(relative: str) -> bool:
+    directory, _, name = relative.rpartition("/")
+    return directory == LOG_DIR and is_entry_name(name)
 
 
 def _is_lease(relative: str) -> bool:
