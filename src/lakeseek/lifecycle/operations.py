@@ -405,6 +405,7 @@ def optimize_index(
 
 
 def _optimize(op: _Operation, base: Root, mode: str, make_runner: Callable[[], Runner]) -> Change | None:
+    from lakeseek.spark.build import index_file_prefix
     from lakeseek.spark.fold import fold_deltas, merge_deltas
 
     _require_active(base, op.location)
@@ -415,14 +416,20 @@ def _optimize(op: _Operation, base: Root, mode: str, make_runner: Callable[[], R
         if not chosen:
             return None
         runner = make_runner()
-        merged = {n: merge_deltas(runner, index_uri, op.id, c, removed, base.config) for n, c in chosen.items()}
+        merged = {
+            name: merge_deltas(runner, index_uri, index_file_prefix(op.id, number), column, removed, base.config)
+            for number, (name, column) in enumerate(chosen.items())
+        }
     else:
         lineage = base.lineage
         if all(len(c.segments) == 1 for c in base.columns.values()) and not lineage.removed and len(lineage.parts) == 1:
             return None
         chosen = dict(base.columns)
         runner = make_runner()
-        merged = {n: fold_deltas(runner, index_uri, op.id, c, removed, base.config) for n, c in chosen.items()}
+        merged = {
+            name: fold_deltas(runner, index_uri, index_file_prefix(op.id, number), column, removed, base.config)
+            for number, (name, column) in enumerate(chosen.items())
+        }
         reader = IndexReader(op.location.storage, op.location.index_dir, base)
         compacted = op.lineage_part(reader.lineage(), lineage.pending_files)
 

@@ -58,6 +58,14 @@ if TYPE_CHECKING:
 
 TMP_DIR = "_tmp"
 DATA_DIR = "data"
+
+
+def index_file_prefix(operation_id: str, column_number: int) -> str:
+    """Where an operation writes the index files of its ``column_number``-th column (every
+    operation names them so: ``data/<operation>/c<n>-<uuid>.parquet``)."""
+    return f"{DATA_DIR}/{operation_id}/c{column_number}"
+
+
 # Lake bytes per scan task.
 BYTES_PER_SCAN_TASK = 64 * 2**20
 SAMPLE_FILES = 24
@@ -139,7 +147,7 @@ class IndexJob:
             (
                 _WriteSpec(
                     self.storage.uri(self.index_dir),
-                    f"{DATA_DIR}/{self.operation_id}/c{position}",
+                    index_file_prefix(self.operation_id, position),
                     by_position[position],
                     self.config.chunk_rows,
                     bloom,

@@ -31,14 +31,13 @@ from lakeseek.format.index_file import (
 from lakeseek.format.root import ColumnIndex, IndexConfig, Segment
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import storage_for
-from lakeseek.spark.build import DATA_DIR
 from lakeseek.spark.runner import Runner
 
 
 def fold_deltas(
     runner: Runner,
     index_uri: str,
-    operation_id: str,
+    prefix: str,
     column: ColumnIndex,
     removed: frozenset[int],
     config: IndexConfig,
@@ -50,11 +49,7 @@ def fold_deltas(
     highs: list[KeyValue | None] = [*(f.min for f in main[1:]), None]
     # Without main index files (every indexed file was removed), one range takes every entry.
     tasks = [
-        (
-            _task_spec(
-                index_uri, operation_id, column, removed, config, low, high, main[n] if main else None, deltas, False
-            ),
-        )
+        (_task_spec(index_uri, prefix, column, removed, config, low, high, main[n] if main else None, deltas, False),)
         for n, (low, high) in enumerate(zip(lows, highs, strict=True))
     ]
     written = runner.run(f"folding '{column.name}'", tasks, _fold_task)
@@ -64,14 +59,14 @@ def fold_deltas(
 def merge_deltas(
     runner: Runner,
     index_uri: str,
-    operation_id: str,
+    prefix: str,
     column: ColumnIndex,
     removed: frozenset[int],
     config: IndexConfig,
 ) -> Segment:
     """The column's delta segments merged into one delta segment, tombstoned entries dropped."""
     deltas = [f for segment in column.segments[1:] for f in segment.files]
-    spec = _task_spec(index_uri, operation_id, column, removed, config, None, None, None, deltas, bloom=True)
+    spec = _task_spec(index_uri, prefix, column, removed, config, None, None, None, deltas, bloom=True)
     return _segment(runner.run(f"merging '{column.name}'", [(spec,)], _fold_task), column.key_type)
 
 
@@ -97,7 +92,7 @@ class _FoldSpec:
 
 def _task_spec(
     index_uri: str,
-    operation_id: str,
+    prefix: str,
     column: ColumnIndex,
     removed: frozenset[int],
     config: IndexConfig,
@@ -115,7 +110,7 @@ def _task_spec(
     ]
     return _FoldSpec(
         index_uri=index_uri,
-        prefix=f"{DATA_DIR}/{operation_id}/{column.name.encode().hex()}",
+        prefix=prefix,
         key_type_text=values.serialize_type(key_type),
         chunk_rows=config.chunk_rows,
         max_entries=config.entries_per_index_file,
