@@ -172,7 +172,8 @@ class LineageSet:
     the change, not of the lake. ``removed`` holds tombstoned file ids: files removed or
     rewritten since they were indexed; lookups ignore their entries and a full optimize
     drops them. ``pending`` lists files a quick refresh recorded without indexing them:
-    every query reads them (hybrid scan). File ids are never reused.
+    every query reads them (hybrid scan). Refreshes and optimizes never reuse a file id;
+    a full refresh, which rewrites every index file, numbers the files anew.
     """
 
     parts: tuple[LineagePart, ...]
