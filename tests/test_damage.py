@@ -367,3 +367,20 @@ def _matches(row: dict, where: str) -> bool:
         "id BETWEEN 100 AND 140": 100 <= key <= 140,
         "code IN (3, 4) OR id > 600": code in (3, 4) or key > 600,
     }[where]
+
+
+def test_a_handle_on_a_vacuumed_version_says_to_reopen_once(lake_copy, spark, caplog):
+    """An Index held across a refresh and a vacuum of its version: answers stay exact (every
+    file read), and the warning says once that reopening is the cure, not that the index is damaged."""
+    held = lakeseek.open_index(lake_copy)
+    expected = ids([row for row in all_rows(lake_copy) if row["id"] == 5])
+    lakeseek.refresh_index(lake_copy, mode="full", spark=spark)
+    lakeseek.vacuum_index(lake_copy, retention_hours=0)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="lakeseek"):
+        for _ in range(3):
+            assert ids(held.read("id = 5")) == expected
+            assert held.explain("id = 5").candidate_files == held.explain("id = 5").total_files
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert len(warnings) == 1 and "open the index again" in warnings[0] and "damaged" not in warnings[0], warnings
+    assert ids(lakeseek.open_index(lake_copy).read("id = 5")) == expected

@@ -217,6 +217,7 @@ class Index:
         self._file_schemas: dict[tuple[str, tuple], pa.Schema] = {}  # by (path, stamp)
         self._partition_types: dict[str, pa.DataType] | None = None
         self.last_plan: Plan | None = None  # the plan of the latest query, for callers that report staleness
+        self._said: set[str] = set()  # warnings already given by this handle
 
     def __repr__(self) -> str:
         return f"Index(source={self.source!r}, name={self.name!r}, columns={self.columns}, version={self.version})"
@@ -380,7 +381,7 @@ class Index:
                 try:
                     found = locate_keys(self.reader, state, name, keys, self._opener(state))
                 except IndexCorruptError as error:
-                    log.warning("the index is damaged (%s): every file is read; run a full refresh to repair it", error)
+                    self._unusable(error)
                     found = self._scan_keys(state, name, keys)
         paths = pc.binary_join_element_wise(self._location(self.lake_root) + "/", found.column(FILE), "")
         return found.set_column(found.schema.get_field_index(FILE), FILE, paths)
@@ -442,7 +443,7 @@ class Index:
                 self._state = compare(self.reader.lineage(), files, self.reader.pending())
             except IndexCorruptError as error:
                 # Never a wrong answer: a damaged lineage vouches for no file, so every file is read.
-                log.warning("the index is damaged (%s): every file is read; run a full refresh to repair it", error)
+                self._unusable(error)
                 self._state = compare(Lineage.concat([]), files)
         return self._state
 
@@ -509,8 +510,7 @@ class Index:
                 chosen = plan(predicate, self.reader, state, served)
             except IndexCorruptError as error:
                 # Never a wrong answer, and never none: a damaged index costs a full scan.
-                log.warning("the index is damaged (%s): every file is read; run a full refresh to repair it", error)
-                chosen = full_scan(self._list_lake(), f"the index is damaged: {error}")
+                chosen = full_scan(self._list_lake(), self._unusable(error))
         self.last_plan = chosen
         if chosen.unindexed_files or chosen.removed_files:
             log.info(
@@ -519,6 +519,22 @@ class Index:
                 chosen.removed_files,
             )
         return chosen
+
+    def _unusable(self, error: IndexCorruptError) -> str:
+        """Why this handle's index cannot serve (every file is then read), said once per handle
+        and cause: a version vacuumed since the handle opened it, which reopening cures, or
+        damage, which a full refresh repairs."""
+        if self.version not in IndexLog(self.storage, self.index_dir).versions():
+            reason = (
+                f"index version {self.version} of '{self.name}' was vacuumed since this handle opened it: "
+                "every file is read; open the index again for its latest version"
+            )
+        else:
+            reason = f"the index is damaged ({error}): every file is read; run a full refresh to repair it"
+        if reason not in self._said:
+            self._said.add(reason)
+            log.warning("%s", reason)
+        return reason
 
     def _list_lake(self) -> dict:
         return list_data_files(self.storage, self.lake_root, self.location.home)
