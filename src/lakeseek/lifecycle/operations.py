@@ -66,7 +66,7 @@ MAX_CHUNK_ROWS = 1 << 26
 MAX_ENTRIES_PER_INDEX_FILE = 1 << 40
 # Up to this many files the lineage lives inside the root, so a cold lookup needs no extra read.
 INLINE_LINEAGE_MAX_FILES = 20_000
-MAX_COMMIT_ATTEMPTS = 5
+MAX_COMMIT_ATTEMPTS = 10  # tries to commit one operation, re-preparations included
 # A temporary file lives for the milliseconds of one atomic write; vacuum leaves younger
 # ones alone, so it never deletes a lease or log entry being written.
 TEMPORARY_GRACE_MS = 3600 * 1000
@@ -594,31 +594,37 @@ class _Operation:
         self.committed: Root | None = None
 
     def transact(self, prepare: Callable[[Root], Change | None]) -> Root:
-        """Prepare a change on the latest version and commit it, re-applying or redoing it
-        when another writer commits first."""
-        for _ in range(MAX_COMMIT_ATTEMPTS):
-            base = self.log.latest()
-            change = prepare(base)
-            if change is None:
-                return base  # nothing to do
-            latest = base
-            for _ in range(MAX_COMMIT_ATTEMPTS):
+        """Prepare a change on the latest version and commit it. When another writer commits
+        first, the change is applied again on top of its version, or, when it no longer
+        applies there, prepared again; at most ``MAX_COMMIT_ATTEMPTS`` tries in all."""
+        latest = self.log.latest()
+        change: Change | None = None
+        for attempt in range(1, MAX_COMMIT_ATTEMPTS + 1):
+            root = None
+            if change is not None:
+                root = change(latest)
+            if root is None:  # first try, or the change no longer applies: prepare it on the latest version
+                change = prepare(latest)
+                if change is None:
+                    return latest  # nothing to do
                 root = change(latest)
                 if root is None:
-                    break  # no longer valid: prepare again on the latest version
-                root = dataclasses.replace(root, version=self.log.next_version(latest), timestamp_ms=_now_ms())
-                self.check_lease()
-                root = self.with_delta_filters(root, latest)
-                if root.data_version == _THIS_VERSION:
-                    root = dataclasses.replace(root, data_version=root.version)
-                try:
-                    self.commit(root)
-                    return root
-                except CommitFailedError:
-                    latest = self.log.latest()
-                    logger.info("%s lost the race for version %d to %s", self.kind, root.version, latest.operation)
+                    raise LakeseekError(f"{self.kind} prepared a change that does not apply to the version it read")
+            root = dataclasses.replace(root, version=self.log.next_version(latest), timestamp_ms=_now_ms())
+            self.check_lease()
+            root = self.with_delta_filters(root, latest)
+            if root.data_version == _THIS_VERSION:
+                root = dataclasses.replace(root, data_version=root.version)
+            try:
+                self.commit(root)
+                return root
+            except CommitFailedError:
+                latest = self.log.latest()
+                logger.info(
+                    "%s lost the race for version %d to %s (try %d)", self.kind, root.version, latest.operation, attempt
+                )
         raise CommitFailedError(
-            f"gave up on {self.kind} of index '{self.location.name}' after {MAX_COMMIT_ATTEMPTS} attempts: "
+            f"gave up on {self.kind} of index '{self.location.name}' after {MAX_COMMIT_ATTEMPTS} tries: "
             "other writers keep changing it; try again"
         )
 
