@@ -38,7 +38,7 @@ from lakeseek.expressions.sql import parse_where, to_spark_sql
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import DELETED, Root
 from lakeseek.format.values import KeyValue, key_type_for
-from lakeseek.io import Storage, storage_for
+from lakeseek.io import Storage, counting, storage_for
 from lakeseek.lake import LakeState, compare, is_hidden, list_data_files, reading_data_files
 from lakeseek.lifecycle.checks import problems
 from lakeseek.lifecycle.leases import Leases
@@ -343,21 +343,12 @@ class Index:
         and why the index (or part of the predicate) was not used. ``analyze`` also runs the
         read and reports rows and time."""
         started = time.perf_counter()
-        before = self.storage.stats.snapshot()
-        state = self.lake_state()
-        predicate = self._bind(where, state)
-        chosen = self._plan(predicate, state)
-        after = self.storage.stats.snapshot()
+        with counting() as io:
+            state = self.lake_state()
+            predicate = self._bind(where, state)
+            chosen = self._plan(predicate, state)
         sizes = {path: stamp[0] for path, stamp in state.files.items()}
-        result = explanation(
-            where,
-            self.name,
-            self.version,
-            chosen,
-            sizes,
-            after["reads"] - before["reads"],
-            after["bytes_read"] - before["bytes_read"],
-        )
+        result = explanation(where, self.name, self.version, chosen, sizes, io.reads, io.bytes_read)
         if not analyze:
             return result
         rows = self._read(chosen.files, predicate, None, chosen.row_groups, state).num_rows
@@ -495,7 +486,7 @@ class Index:
             twice = next(name for name in selected if selected.count(name) > 1)
             raise LakeseekError(f"column '{twice}' is asked for twice")
         stamps = self._state.files if self._state else {}
-        self.storage.stats.add_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
+        self.storage.count_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
         with reading_data_files(self.storage, self.lake_root, files):  # a damaged or vanished file, named
             dataset = open_files(self.storage, self.lake_root, files, schema, self.root.partition_columns, row_groups)
             return read_matching(dataset, selected, predicate, schema)

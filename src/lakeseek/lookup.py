@@ -37,7 +37,7 @@ from lakeseek.format.index_file import (
 from lakeseek.format.lineage import Lineage, read_lineage
 from lakeseek.format.root import ColumnIndex, LineagePart, Root, Segment
 from lakeseek.format.values import KeyValue, is_temporal_key, keys_of, sort_key
-from lakeseek.io import Storage
+from lakeseek.io import Storage, carrying_counters
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ class IndexReader:
             # Many keys touch many index files: read and decode them in parallel (pyarrow
             # releases the GIL), as a batch lookup of 100k keys reads most of the index.
             with ThreadPoolExecutor(min(len(reads), os.cpu_count() or 1)) as pool:
-                found.extend(pool.map(lambda read: self._entries_of_keys(index, *read), reads))
+                found.extend(pool.map(carrying_counters(lambda read: self._entries_of_keys(index, *read)), reads))
         else:
             found.extend(self._entries_of_keys(index, *read) for read in reads)
         return self._concat(index, found)

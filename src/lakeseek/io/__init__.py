@@ -5,6 +5,6 @@ It wraps a ``pyarrow.fs.FileSystem`` and counts calls and bytes, so a lookup's c
 store) plugs in here without touching the index code.
 """
 
-from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, storage_for
+from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, carrying_counters, counting, storage_for
 
-__all__ = ["FileStatus", "IOStats", "Stamp", "Storage", "storage_for"]
+__all__ = ["FileStatus", "IOStats", "Stamp", "Storage", "carrying_counters", "counting", "storage_for"]

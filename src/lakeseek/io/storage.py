@@ -6,14 +6,17 @@ import stat
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
 from lakeseek.exceptions import LakeseekError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,39 @@ class IOStats:
             }
 
 
+# The counters of the queries under way in this context (see ``counting``): each call
+# counts on the storage's lifetime counters and on these, so that concurrent queries on one
+# storage each see their own I/O.
+_QUERY_COUNTERS: ContextVar[tuple[IOStats, ...]] = ContextVar("lakeseek_query_counters", default=())
+
+
+@contextlib.contextmanager
+def counting() -> Iterator[IOStats]:
+    """The storage calls made in this block by this thread (and by the work it hands to pools
+    through :func:`carrying_counters`), on every storage."""
+    stats = IOStats()
+    token = _QUERY_COUNTERS.set((*_QUERY_COUNTERS.get(), stats))
+    try:
+        yield stats
+    finally:
+        _QUERY_COUNTERS.reset(token)
+
+
+def carrying_counters(work: Callable[..., T]) -> Callable[..., T]:
+    """``work`` counting its storage calls where its caller's are counted, in whatever thread
+    it runs (a pool's threads do not inherit the caller's context)."""
+    counters = _QUERY_COUNTERS.get()
+
+    def run(*args: object) -> T:
+        token = _QUERY_COUNTERS.set(counters)
+        try:
+            return work(*args)
+        finally:
+            _QUERY_COUNTERS.reset(token)
+
+    return run
+
+
 class Storage:
     """Reads, lists and writes files of one file system and counts every call.
 
@@ -109,7 +145,16 @@ class Storage:
         self.fs = fs
         self.scheme = scheme
         self.netloc = netloc
-        self.stats = IOStats()
+        self.stats = IOStats()  # every call since the storage was made; a query's own: ``counting``
+
+    def _count(self, add: Callable[..., None], *amounts: int) -> None:
+        add(self.stats, *amounts)
+        for counters in _QUERY_COUNTERS.get():
+            add(counters, *amounts)
+
+    def count_data_files(self, count: int, nbytes: int) -> None:
+        """Data files handed to pyarrow's reader (which makes its own reads), and their sizes."""
+        self._count(IOStats.add_data_files, count, nbytes)
 
     @property
     def is_local(self) -> bool:
@@ -123,14 +168,14 @@ class Storage:
 
     # -- metadata -------------------------------------------------------------------------
     def is_dir(self, path: str) -> bool:
-        self.stats.add_list()
+        self._count(IOStats.add_list)
         return self.fs.get_file_info(path).type == pafs.FileType.Directory
 
     def list_files(self, directory: str, *, recursive: bool = True) -> list[FileStatus]:
         """Files below ``directory``; an absent directory lists as empty."""
         selector = pafs.FileSelector(directory, recursive=recursive, allow_not_found=True)
         infos = self.fs.get_file_info(selector)
-        self.stats.add_list()
+        self._count(IOStats.add_list)
         return [FileStatus(i.path, i.size, i.mtime_ns or 0) for i in infos if i.type == pafs.FileType.File]
 
     def walk_files(
@@ -144,7 +189,7 @@ class Storage:
         storage a ``scandir`` walk and one ``stat`` per file (pyarrow's listing makes the same
         calls but drops the inode and ctime).
         """
-        self.stats.add_list()
+        self._count(IOStats.add_list)
         if not self.is_local:
             return self._walk_remote(directory, skip_dir, skip_file)
         try:
@@ -189,20 +234,20 @@ class Storage:
     def list_dirs(self, directory: str) -> list[str]:
         """Names of the directories directly in ``directory``; an absent one lists as empty."""
         infos = self.fs.get_file_info(pafs.FileSelector(directory, recursive=False, allow_not_found=True))
-        self.stats.add_list()
+        self._count(IOStats.add_list)
         return [i.base_name for i in infos if i.type == pafs.FileType.Directory]
 
     # -- reads ----------------------------------------------------------------------------
     def read(self, path: str) -> bytes:
         with self.fs.open_input_file(path) as f:
             data = f.read()
-        self.stats.add_read(len(data))
+        self._count(IOStats.add_read, len(data))
         return data
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
         with self.fs.open_input_file(path) as f:
             data = f.read_at(length, offset)
-        self.stats.add_read(len(data))
+        self._count(IOStats.add_read, len(data))
         return data
 
     # -- writes ---------------------------------------------------------------------------
@@ -216,7 +261,7 @@ class Storage:
             stream = self.fs.open_output_stream(path)
         with stream as out:
             out.write(data)
-        self.stats.add_write(len(data))
+        self._count(IOStats.add_write, len(data))
 
     def put_if_absent(self, path: str, data: bytes, owner: str = "") -> None:
         """Create ``path`` holding ``data`` atomically, or raise ``FileExistsError``.
@@ -238,7 +283,7 @@ class Storage:
             os.link(temporary, path)  # fails with FileExistsError when the name is taken
         finally:
             os.unlink(temporary)
-        self.stats.add_write(len(data))
+        self._count(IOStats.add_write, len(data))
 
     def delete_dir(self, path: str) -> None:
         self.fs.delete_dir(path)
@@ -249,7 +294,7 @@ class Storage:
             self.fs.delete_file(path)
 
     def is_file(self, path: str) -> bool:
-        self.stats.add_list()
+        self._count(IOStats.add_list)
         return self.fs.get_file_info(path).type == pafs.FileType.File
 
 
