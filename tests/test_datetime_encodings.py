@@ -346,6 +346,17 @@ FAR_PREDICATES = [
     "ts >= TIMESTAMP '9999-12-31 23:59:59.999999'",
     "ts = TIMESTAMP '1970-01-01 00:00:00'",
     "ts > TIMESTAMP '2000-01-01 00:00:00' OR d < DATE '1000-01-01'",
+    # literals beyond Python's years, as Spark reads them
+    "d < DATE '-0044-03-15'",
+    "d = DATE '-0221-09-04'",
+    "d IN (DATE '-0221-09-04', DATE '1970-01-06', DATE '+10183-06-21')",
+    "d > DATE '+10000-01-01'",
+    "d = '-0221-09-04'",
+    "NOT (d <> DATE '-0221-09-04')",
+    "d < TIMESTAMP '-0044-03-15 10:00:00'",
+    "ts < TIMESTAMP '-0044-03-15 10:00:00.5'",
+    "ts >= TIMESTAMP '+9999-12-31 23:00:00-05:00'",
+    "ts > TIMESTAMP '+12000-01-01 00:00:00+01:00'",
 ]
 
 

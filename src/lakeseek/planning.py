@@ -21,6 +21,7 @@ from lakeseek.expressions import And, ColumnComparison, Comparison, Constant, In
 from lakeseek.expressions.arrow import like, like_tokens
 from lakeseek.expressions.binding import value_type
 from lakeseek.expressions.rounding import domain, float_bounds
+from lakeseek.expressions.types import arrow_scalar
 from lakeseek.format.index_file import FILE_ID, ROW_GROUP
 from lakeseek.format.root import ColumnIndex
 from lakeseek.format.values import KeyValue, key_of
@@ -447,7 +448,7 @@ def _successor(prefix: str) -> str | None:
 def _key(value: object, column_type: pa.DataType, key_type: pa.DataType) -> KeyValue:
     """A bound literal as an index key, through the column's type first: the scan's filter
     makes the same conversion (a millisecond column drops a literal's extra digits)."""
-    return key_of(pa.scalar(value, type=column_type), key_type)
+    return key_of(arrow_scalar(value, column_type), key_type)
 
 
 def _locations(entries: pa.Table) -> np.ndarray:

@@ -15,7 +15,7 @@ import pyarrow.dataset as ds
 
 from lakeseek.expressions import And, ColumnComparison, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
 from lakeseek.expressions.binding import value_type
-from lakeseek.expressions.types import common_type
+from lakeseek.expressions.types import arrow_scalar, common_type
 
 _UNKNOWN = pc.scalar(pa.scalar(None, pa.bool_()))
 _OPERATORS = {
@@ -54,11 +54,13 @@ def to_arrow(predicate: Predicate, schema: pa.Schema) -> pc.Expression:
             field = field.cast(compared, safe=False)  # to floating point: rounds as Spark's cast does
         if pa.types.is_floating(compared):
             return _float_comparison(predicate.op, field, predicate.literal.value, compared)
-        return _OPERATORS[predicate.op](field, pa.scalar(predicate.literal.value, type=compared))
+        return _OPERATORS[predicate.op](field, arrow_scalar(predicate.literal.value, compared))
     if isinstance(predicate, In):
         values = [lit.value for lit in predicate.literals]
         if pa.types.is_floating(column_type) and 0.0 in values:
             values += [0.0, -0.0]  # is_in tells the zeros apart; = (and Spark's IN) does not
+        if any(isinstance(value, pa.Scalar) for value in values):  # dates beyond Python's years
+            values = [arrow_scalar(value, column_type) for value in values]
         members = field.isin(pa.array(values, type=column_type))
         # is_in says FALSE for a NULL input; SQL says NULL, which NOT must keep NULL.
         return pc.if_else(field.is_null(), _UNKNOWN, members)

@@ -207,6 +207,10 @@ def typed_literal(literal: Literal, column_type: pa.DataType, column: str) -> tu
         zoned = pa.types.is_timestamp(column_type) and column_type.tz is not None
         # Spark moves TIMESTAMP and TIMESTAMP_NTZ into each other in the session time zone
         # (UTC for lakeseek): the wall clock is kept, in UTC.
+        if isinstance(moment, pa.Scalar):  # beyond Python's years: the stored value is that wall clock
+            return moment.cast(pa.timestamp("us", tz="UTC" if zoned else None)), pa.timestamp(
+                "us", tz="UTC" if kind == "timestamp" else None
+            )
         if zoned and moment.tzinfo is None:
             moment = moment.replace(tzinfo=dt.timezone.utc)
         elif not zoned and moment.tzinfo is not None:

@@ -47,7 +47,11 @@ class Domain:
         if pa.types.is_decimal(t):
             return Decimal(f"{n}E-{t.scale}")  # exact: scaleb() would round to 28 digits
         storage = pa.int32() if pa.types.is_date32(t) else pa.int64()
-        return pa.scalar(n, storage).cast(t).as_py()
+        value = pa.scalar(n, storage).cast(t)
+        try:
+            return value.as_py()
+        except (ValueError, OverflowError):  # beyond Python's years 1..9999: kept as Arrow's
+            return value
 
 
 def domain(column_type: pa.DataType) -> Domain | None:
@@ -71,6 +75,10 @@ def domain(column_type: pa.DataType) -> Domain | None:
 def measure(value: object) -> Fraction:
     """An exact literal as a number: itself, or microseconds since the epoch for dates and
     timestamps (aware ones in UTC; naive ones are UTC wall clocks)."""
+    if isinstance(value, pa.Scalar):  # a date or a timestamp beyond Python's years 1..9999
+        if pa.types.is_date32(value.type):
+            return Fraction(value.value * _MICROS_PER_DAY)
+        return Fraction(value.cast(pa.timestamp("us", tz=value.type.tz)).value)
     if isinstance(value, dt.datetime):
         naive = value.astimezone(dt.timezone.utc).replace(tzinfo=None) if value.tzinfo else value
         delta = naive - _EPOCH

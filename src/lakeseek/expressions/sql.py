@@ -366,11 +366,20 @@ def _date_arithmetic(node: exp.Add | exp.Sub) -> Literal:
         raise UnsupportedPredicateError(f"unsupported interval {interval.sql()!r}: use INTERVAL n DAY|WEEK|HOUR|...")
     delta = dt.timedelta(**{_INTERVAL_UNITS[unit]: amount.value})
     delta = -delta if isinstance(node, exp.Sub) else delta
-    if start.kind == "date" and delta % dt.timedelta(days=1) == dt.timedelta(0):
-        return Literal("date", (parse_date(start.value) + delta).isoformat())
-    moment = parse_timestamp(start.value, zoned=start.kind == "timestamp")
-    kind = "timestamp_ntz" if start.kind == "timestamp_ntz" else "timestamp"
-    return Literal(kind, (moment + delta).isoformat(sep=" "))
+    beyond = UnsupportedPredicateError(f"interval arithmetic on {start.value!r} (outside the years 1..9999)")
+    try:
+        if start.kind == "date" and delta % dt.timedelta(days=1) == dt.timedelta(0):
+            day = parse_date(start.value)
+            if not isinstance(day, dt.date):
+                raise beyond
+            return Literal("date", (day + delta).isoformat())
+        moment = parse_timestamp(start.value, zoned=start.kind == "timestamp")
+        if not isinstance(moment, dt.datetime):
+            raise beyond
+        kind = "timestamp_ntz" if start.kind == "timestamp_ntz" else "timestamp"
+        return Literal(kind, (moment + delta).isoformat(sep=" "))
+    except OverflowError as error:
+        raise beyond from error
 
 
 def _number(text: str) -> Literal:

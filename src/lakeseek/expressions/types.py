@@ -125,30 +125,64 @@ def common_type(column_type: pa.DataType, literal_type: pa.DataType) -> pa.DataT
 
 
 # -- strings as Spark casts them -----------------------------------------------------------------
-_DATE = r"(?P<year>[+-]?\d{4,6})(?:-(?P<month>\d{1,2})(?:-(?P<day>\d{1,2}))?)?"
+_DATE = r"(?P<year>[+-]?\d{4,7})(?:-(?P<month>\d{1,2})(?:-(?P<day>\d{1,2}))?)?"
 _TIME = r"(?P<hour>\d{1,2})(?::(?P<minute>\d{1,2})(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d{0,9}))?)?)?"
 _ZONE = r"(?P<zone>Z|UTC|GMT|(?:UTC|GMT)?[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?)"
 _DATE_TEXT = re.compile(rf"{_DATE}(?:[ T].*)?", re.DOTALL)
 _TIMESTAMP_TEXT = re.compile(rf"{_DATE}(?:[ T]{_TIME})?\s*{_ZONE}?")
 
 
-def parse_date(text: str) -> dt.date:
+# A literal outside the years 1..9999 (Python's ``date``) is an Arrow scalar: Spark's dates and
+# timestamps reach far beyond them (DATE '-0044-03-15', DATE '+12000-01-01').
+DateValue = dt.date | pa.Scalar
+TimestampValue = dt.datetime | pa.Scalar
+_MICROS_PER_DAY = 86_400_000_000
+
+
+def parse_date(text: str) -> DateValue:
     """A date string as Spark's CAST(... AS DATE) reads it (``yyyy``, ``yyyy-[m]m``,
-    ``yyyy-[m]m-[d]d``, anything after a space or ``T``), or PredicateTypeError."""
+    ``yyyy-[m]m-[d]d``, a signed year of up to 7 digits, anything after a space or ``T``),
+    or PredicateTypeError."""
     match = _DATE_TEXT.fullmatch(text.strip())
     if not match:
         raise PredicateTypeError(f"'{text}' is not a date (expected yyyy-mm-dd)")
     return _date_of(match, text)
 
 
-def _date_of(match: re.Match, text: str) -> dt.date:
-    try:
-        return dt.date(int(match["year"]), int(match["month"] or 1), int(match["day"] or 1))
-    except ValueError as error:
-        raise PredicateTypeError(f"'{text}' is not a valid date ({error})") from error
+def _date_of(match: re.Match, text: str) -> DateValue:
+    year, month, day = int(match["year"]), int(match["month"] or 1), int(match["day"] or 1)
+    if not (1 <= month <= 12 and 1 <= day <= _days_in_month(year, month)):
+        raise PredicateTypeError(f"'{text}' is not a valid date")
+    if 1 <= year <= 9999:
+        return dt.date(year, month, day)
+    days = days_from_civil(year, month, day)
+    if not -(2**31) <= days < 2**31:
+        raise PredicateTypeError(f"'{text}' is out of the date range")
+    return pa.scalar(days, pa.int32()).cast(pa.date32())
 
 
-def parse_timestamp(text: str, *, zoned: bool) -> dt.datetime:
+def _days_in_month(year: int, month: int) -> int:
+    """In the proleptic Gregorian calendar with a year 0 (ISO 8601, as Java's and Spark's)."""
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
+    year -= month <= 2
+    era = year // 400
+    year_of_era = year - era * 400
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146_097 + day_of_era - 719_468
+
+
+def epoch_days(value: DateValue) -> int:
+    return value.value if isinstance(value, pa.Scalar) else (value - dt.date(1970, 1, 1)).days
+
+
+def parse_timestamp(text: str, *, zoned: bool) -> TimestampValue:
     """A timestamp string as Spark's CAST reads it, truncated to microseconds.
 
     ``zoned`` (a TIMESTAMP, an instant): an offset in the text is applied and the result is
@@ -159,20 +193,20 @@ def parse_timestamp(text: str, *, zoned: bool) -> dt.datetime:
     if not match:
         raise PredicateTypeError(f"'{text}' is not a timestamp (expected yyyy-mm-dd hh:mm:ss[.ffffff][+hh:mm])")
     day = _date_of(match, text)
-    fraction = (match["fraction"] or "")[:6].ljust(6, "0")
+    hour, minute, second = int(match["hour"] or 0), int(match["minute"] or 0), int(match["second"] or 0)
+    if hour > 23 or minute > 59 or second > 59:
+        raise PredicateTypeError(f"'{text}' is not a valid timestamp")
+    fraction = int((match["fraction"] or "")[:6].ljust(6, "0"))
+    offset = _offset(match["zone"], text) if zoned else dt.timedelta(0)
+    micros = epoch_days(day) * _MICROS_PER_DAY + ((hour * 60 + minute) * 60 + second) * 1_000_000 + fraction
+    micros -= (offset.days * 86_400 + offset.seconds) * 1_000_000
+    if not -(2**63) <= micros < 2**63:
+        raise PredicateTypeError(f"'{text}' is out of the timestamp range")
+    moment = pa.scalar(micros, pa.int64()).cast(pa.timestamp("us", tz="UTC" if zoned else None))
     try:
-        moment = dt.datetime.combine(
-            day, dt.time(int(match["hour"] or 0), int(match["minute"] or 0), int(match["second"] or 0), int(fraction))
-        )
-    except ValueError as error:
-        raise PredicateTypeError(f"'{text}' is not a valid timestamp ({error})") from error
-    if not zoned:
+        return moment.as_py()  # a datetime where Python has one
+    except (ValueError, OverflowError):
         return moment
-    offset = _offset(match["zone"], text)
-    try:
-        return (moment - offset).replace(tzinfo=dt.timezone.utc)
-    except OverflowError as error:
-        raise PredicateTypeError(f"'{text}' is out of the timestamp range") from error
 
 
 def _offset(zone: str | None, text: str) -> dt.timedelta:
@@ -239,6 +273,14 @@ def exact_decimal(text: str) -> Decimal:
     if not number.is_finite():
         raise PredicateParseError(f"malformed number {text!r}")
     return number
+
+
+def arrow_scalar(value: object, arrow_type: pa.DataType) -> pa.Scalar:
+    """A literal value (a Python value, or an Arrow scalar for dates Python cannot hold) as a
+    scalar of ``arrow_type``."""
+    if isinstance(value, pa.Scalar):
+        return value.cast(arrow_type)
+    return pa.scalar(value, type=arrow_type)
 
 
 def is_nan(value: object) -> bool:
