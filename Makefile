@@ -17,7 +17,8 @@ demo: $(VENV)/.installed
 	$(BIN)/lakeseek demo
 
 test: $(VENV)/.installed
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/python tools/import_cycles.py src/lakeseek
 	$(BIN)/python -m pytest -q --hypothesis-show-statistics
 
 # The generated differential tests and lake histories with new seeds and many more examples (minutes).

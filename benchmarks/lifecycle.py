@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import lakeseek
-from lakeseek.spark.session import default_session
+from lakeseek.engine.session import default_session
 from measure import COLUMNS, benchmark_lake, lake_parser, say, timed_lookups
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 import lakeseek
-from lakeseek.spark.session import default_session
+from lakeseek.engine.session import default_session
+from lakeseek.spark import to_spark
 from measure import COLUMNS, benchmark_lake, lake_parser, say, timed, timed_lookups
 
 
@@ -142,7 +143,7 @@ def _needles(spark, lake: Path, index: lakeseek.Index, column: str, values: list
 
     measured = {
         "lakeseek_read": timed(wheres, lambda w: index.read(w).num_rows),
-        "lakeseek_to_spark": timed(wheres, lambda w: len(index.to_spark(spark, w).collect())),
+        "lakeseek_to_spark": timed(wheres, lambda w: len(to_spark(index, spark, w).collect())),
         "spark_full_scan": timed(wheres, lambda w: len(full.where(w).collect())),
         "spark_bloom_filters": timed(wheres, lambda w: len(with_bloom.where(w).collect())),
         "duckdb_full_scan": timed(

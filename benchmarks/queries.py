@@ -32,8 +32,9 @@ import pyarrow as pa
 
 import lakeseek
 import lakeseek.spark
+from lakeseek.engine.session import default_session
 from lakeseek.sample import generate_lake
-from lakeseek.spark.session import default_session
+from lakeseek.spark import locate_spark
 from measure import benchmark_lake, lake_parser, say, timed
 
 COLUMNS = ["record_id", "event_id", "ts"]
@@ -238,7 +239,7 @@ def _batch(spark, lake: Path, ids: np.ndarray, rng: np.random.Generator) -> list
         warm = time.perf_counter() - warm_started
 
         started = time.perf_counter()
-        index_spark = index.locate_spark(spark.createDataFrame(keys_table), column="record_id").count()
+        index_spark = locate_spark(index, spark.createDataFrame(keys_table), column="record_id").count()
         on_spark = time.perf_counter() - started
 
         keys_frame = spark.createDataFrame(keys_table)

@@ -8,13 +8,38 @@ from tests.lakes import INDEXABLE, all_rows, copy_lake, make_typed_lake
 @pytest.fixture(scope="session")
 def spark():
     """One SparkSession for the whole suite: local[2], UI off, few shuffle partitions."""
-    from lakeseek.spark.session import configured_builder
+    from lakeseek.engine.session import configured_builder
 
     session = configured_builder("local[2]", "2g", shuffle_partitions=2).config("spark.default.parallelism", "2")
     session = session.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def jvm_source(spark) -> bool:
+    """Registers lakeseek's formats on the session; whether ``lakeseek`` is the JVM data source.
+
+    It is wherever a JDK can build its jar (or the jar is cached), and there failing to load
+    it is an error, not a skip. Without a JDK ``lakeseek`` is the Python data source (as
+    ``lakeseek_python``) and this is False.
+    """
+    import lakeseek.spark
+    from lakeseek.spark import jvm
+
+    loaded = lakeseek.spark.register(spark)
+    if not loaded and (jvm._javac() is not None or jvm.compiled_jar() is not None):
+        pytest.fail("a JDK is at hand, but the JVM data source did not load (see the log)")
+    return loaded
+
+
+@pytest.fixture(scope="session")
+def jvm_spark(spark, jvm_source):
+    """The session with ``lakeseek`` as the JVM data source: skips where no JDK can build it."""
+    if not jvm_source:
+        pytest.skip("no JDK (javac) to build the JVM data source")
+    return spark
 
 
 @pytest.fixture(scope="session")

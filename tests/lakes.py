@@ -270,11 +270,11 @@ def restamp_indexes(lake: str) -> None:
     """
     import dataclasses
 
+    from lakeseek.commits.log import decode_entry, encode_entry
     from lakeseek.format.lineage import Lineage, read_lineage, write_lineage
     from lakeseek.format.root import LineagePart, Root
     from lakeseek.io import storage_for
     from lakeseek.lake import list_data_files
-    from lakeseek.lifecycle.log import decode_entry, encode_entry
 
     storage, root = storage_for(lake)
     stamps = list_data_files(storage, root)

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from lakeseek.cli.main import main
-from tests.lakes import all_rows, data_files, ids, matching, to_sql
+from tests.lakes import SCHEMA, all_rows, data_files, ids, matching, to_sql
 
 pytestmark = pytest.mark.spark
 
@@ -33,7 +33,8 @@ def test_create_then_query_files_status(tmp_path, typed_lake, spark):
     index_dir = str(tmp_path / "elsewhere")
     created = _run("create", lake, "--columns", "id,name", "--index", index_dir)
     assert created.exit_code == 0, created.output
-    assert "indexed 12 files" in created.output
+    summary = f"index 'default' version 0: indexed 12 files of {lake}: id (1,800 entries, "
+    assert [line for line in created.stdout.splitlines() if line.startswith(summary)], created.stdout
     assert not os.path.exists(f"{lake}/_lakeseek")
 
     rows = all_rows(lake)
@@ -52,7 +53,15 @@ def test_create_then_query_files_status(tmp_path, typed_lake, spark):
     assert [int(r[0]) for r in parsed[1:]] == [7]
 
     table = _run("query", lake, "--index", index_dir, "--where", "id = 7")
-    assert table.exit_code == 0 and "7" in table.stdout
+    assert table.exit_code == 0 and table.stderr == "1 row\n"
+    header, *lines = table.stdout.splitlines()
+    assert header.split()[0] == "id" and len(header.split()) == len(SCHEMA) + 1  # every column, region last
+    assert [line.split()[0] for line in lines] == ["7"]  # one row, and its id is 7
+    narrow = _run("query", lake, "--index", index_dir, "--where", "id = 7", "--columns", "id,code,region")
+    (row,) = matching(rows, ("=", "id", 7))
+    cells = [re.split(r" {2,}", line.strip()) for line in narrow.stdout.splitlines()]
+    shown = ["NULL" if row[c] is None else str(row[c]) for c in ("code", "region")]
+    assert cells == [["id", "code", "region"], ["7", *shown]]
 
     listed = _run("files", lake, "--index", index_dir, "--where", "name = 'it''s' OR id = 3")
     want = {r["__file"] for r in matching(rows, ("or", ("=", "name", "it's"), ("=", "id", 3)))}
@@ -61,10 +70,20 @@ def test_create_then_query_files_status(tmp_path, typed_lake, spark):
     os.remove(data_files(lake)[0])
     status = _run("status", lake, "--index", index_dir)
     assert status.exit_code == 0
-    assert "12 indexed" in status.stdout and "1 removed" in status.stdout
-    assert "name" in status.stdout and "string" in status.stdout
+    report = status.stdout.splitlines()
+    assert (
+        "files     12 indexed, 11 in the lake now: 0 new, 0 changed, 1 removed, 0 recorded by a quick refresh "
+        "(queries read new, changed and recorded files without the index)"
+    ) in report
+    top = next(n for n, line in enumerate(report) if line.split()[:2] == ["column", "type"])
+    name_entries = len({(r["name"], r["__file"]) for r in rows})  # one entry per value and file
+    columns = [line.split()[:3] for line in report[top + 1 : top + 3]]
+    assert columns == [["id", "int64", "1,800"], ["name", "string", f"{name_entries:,}"]]
     stale = _run("files", lake, "--index", index_dir, "--where", "id = 3")
-    assert "stale" in stale.stderr
+    assert stale.stderr.splitlines() == [
+        "note: the index is stale: 0 new or changed files were read without it, 1 removed files skipped "
+        "(see `lakeseek status`)"
+    ]
     as_json = json.loads(_run("status", lake, "--index", index_dir, "--format", "json").stdout)
     assert as_json["indexed_files"] == 12 and len(as_json["removed_files"]) == 1
 
@@ -162,7 +181,7 @@ def _truncate_log(lake):
 
 
 def _future_version(lake):
-    from lakeseek.lifecycle.log import decode_entry, encode_entry
+    from lakeseek.commits.log import decode_entry, encode_entry
 
     path = _log_entry(lake)
     body = decode_entry(Path(path).read_bytes(), path)
@@ -251,3 +270,22 @@ def test_an_index_home_inside_the_lake_is_a_one_line_error(tmp_path, typed_lake,
         assert len(lines) == 1 and lines[0].startswith("lakeseek: error: ") and "inside the lake" in lines[0]
         assert "Traceback" not in result.output
     assert not os.path.exists(f"{lake}/{inside}/default")
+
+
+def test_tables_print_text_as_it_is_never_as_markup(tmp_path, spark):
+    """Values, column names and types holding brackets print as they are (rich would read
+    ``[red]`` as a style and drop it)."""
+    lake = str(tmp_path / "lake")
+    os.makedirs(lake)
+    names = ["a[b]c", "[red]", "[/]", "x\\[y]"]
+    table = pa.table(
+        {"id": pa.array(range(4), pa.int64()), "n[1]": names, "ts": pa.array([0] * 4, pa.timestamp("us", tz="UTC"))}
+    )
+    pq.write_table(table, f"{lake}/part-0.parquet")
+    assert _run("create", lake, "--columns", "id,ts").exit_code == 0
+    result = _run("query", lake, "--where", "id >= 0")
+    assert result.exit_code == 0, result.stderr
+    assert "n[1]" in result.stdout.splitlines()[0]
+    assert [line.split()[1] for line in result.stdout.splitlines()[1:]] == names
+    status = _run("status", lake)
+    assert "timestamp[us, tz=UTC]" in status.stdout, status.stdout

@@ -159,7 +159,7 @@ def test_a_stray_log_file_is_not_a_version(lake_copy, spark):
 def test_a_well_sealed_entry_of_the_wrong_shape_is_skipped_as_damaged(lake_copy, spark, forge):
     """An entry whose checksum holds but whose content is not a root of the right shape is
     damaged like any other: the version before it serves, exactly, and a refresh repairs."""
-    from lakeseek.lifecycle.log import decode_entry, encode_entry
+    from lakeseek.commits.log import decode_entry, encode_entry
 
     log = _log(lake_copy)
     before = lakeseek.open_index(lake_copy).version
@@ -272,7 +272,7 @@ def _damage(path: str, damage: str, position: int, others: list[str]) -> None:
 
 
 def _forged(body: dict, position: int) -> bytes:
-    from lakeseek.lifecycle.log import encode_entry
+    from lakeseek.commits.log import encode_entry
 
     if "entry" not in body:  # a lease
         key = sorted(body)[position % len(body)]

@@ -24,7 +24,7 @@ import lakeseek.spark
 from lakeseek.datetimes import rebase_julian_days, rebase_julian_micros
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.sql import to_spark_sql
-from lakeseek.spark import PYTHON_FORMAT
+from lakeseek.spark import PYTHON_FORMAT, to_spark
 
 pytestmark = pytest.mark.spark
 
@@ -246,7 +246,7 @@ def test_read_and_files_match_spark(registered, lake, where):
 def test_spark_front_ends_match_spark(registered, lake, where):
     expected = _spark_rows(_expected(registered, lake, where))
     index = lakeseek.open_index(lake)
-    assert _spark_rows(index.to_spark(registered, where)) == expected
+    assert _spark_rows(to_spark(index, registered, where)) == expected
     for source_format in ("lakeseek", PYTHON_FORMAT):
         frame = registered.read.format(source_format).load(lake).where(to_spark_sql(where))
         assert _spark_rows(frame) == expected, source_format
@@ -257,7 +257,7 @@ def test_the_schema_is_sparks(registered, lake):
     unit = "ms" if "millis" in lake else "us"  # INT96 read as microseconds; INT64 as the file's unit
     assert index.schema.field("ts").type == pa.timestamp(unit, tz="UTC")
     assert index.schema.field("d").type == pa.date32()
-    assert index.to_spark(registered, "d IS NULL").schema == registered.read.parquet(lake).schema
+    assert to_spark(index, registered, "d IS NULL").schema == registered.read.parquet(lake).schema
 
 
 @pytest.mark.parametrize("column", ["d", "ts"])
@@ -389,7 +389,7 @@ def test_dates_and_timestamps_beyond_years_1_to_9999_are_indexed(registered, tmp
         assert _arrow_rows(index.read(where)) == _spark_rows(expected), where
         holding = {_path(r[0]) for r in expected.select(F.input_file_name()).distinct().collect()}
         assert holding <= set(index.files(where)), where
-        assert _spark_rows(index.to_spark(registered, where)) == _spark_rows(expected), where
+        assert _spark_rows(to_spark(index, registered, where)) == _spark_rows(expected), where
     # Every key is in the index (main and delta segment), whatever its year.
     entries = index.reader.point_entries("d", pa.array(FAR_DAYS, pa.int32()).cast(pa.date32()))
     assert sorted(set(entries.column("key").cast(pa.int32()).to_pylist())) == FAR_DAYS

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import lakeseek
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.sql import to_spark_sql
+from lakeseek.spark import locate_spark, to_spark
 
 pytestmark = pytest.mark.spark
 UTC = dt.timezone.utc
@@ -353,18 +354,18 @@ def test_locate_spark_pairs_only_keys_some_value_equals(differential_lake, spark
     """Keys of another type than the column's are converted exactly or dropped, never wrapped or trimmed."""
     index = lakeseek.open_index(differential_lake)
     frame = spark.createDataFrame([(key,) for key in keys], f"key {key_type}")
-    got = sorted((row["key"], row["file"].rsplit("/", 1)[-1]) for row in index.locate_spark(frame, "i32").collect())
+    got = sorted((row["key"], row["file"].rsplit("/", 1)[-1]) for row in locate_spark(index, frame, "i32").collect())
     expected = sorted((key, path) for key in exact for path in _files_holding(differential_lake, "i32", key))
     assert got == expected  # a list: ' 5' and '05' must not pair 5's files again
 
 
 # -- sequences of queries on one handle per front end --------------------------------------------
 @pytest.fixture(scope="module")
-def front_ends(differential_lake, spark):
-    """One long-lived handle per front end, reused by every query of every example."""
-    import lakeseek.spark
+def front_ends(differential_lake, spark, jvm_source):
+    """One long-lived handle per front end, reused by every query of every example.
 
-    assert lakeseek.spark.register(spark)  # the suite's machine has a JDK: "lakeseek" is the JVM source
+    ``lakeseek`` is the JVM data source where a JDK is at hand (``jvm_source``), else the
+    Python one: the views then test the Python source twice."""
     spark.read.format("lakeseek").load(differential_lake).createOrReplaceTempView("differential_jvm")
     spark.read.format("lakeseek_python").load(differential_lake).createOrReplaceTempView("differential_python")
     spark.sql("DROP TABLE IF EXISTS differential_table")
@@ -400,7 +401,7 @@ def test_query_sequences_on_one_handle_per_front_end(differential_lake, spark, f
         if front_end == "index":
             got = sorted(index.read(where, columns=["id"]).column("id").to_pylist())
         elif front_end == "to_spark":
-            got = _ids_of(index.to_spark(spark, where))
+            got = _ids_of(to_spark(index, spark, where))
         elif front_end == "frame":
             got = _ids_of(frame.where(spark_where))
         else:

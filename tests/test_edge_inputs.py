@@ -19,8 +19,9 @@ from click.testing import CliRunner
 import lakeseek
 import lakeseek.spark
 from lakeseek.cli.main import main
+from lakeseek.engine.paths import literal_path
 from lakeseek.expressions.sql import to_spark_sql
-from lakeseek.spark.locate import literal_path
+from lakeseek.spark import to_spark
 
 pytestmark = pytest.mark.spark
 TZ = "spark.sql.session.timeZone"
@@ -149,7 +150,7 @@ def test_partition_predicates_agree_with_spark(spark, partition_lake, column):
         expected = _spark_rows(parquet.where(to_spark_sql(where)))
         assert expected, where
         assert _arrow_rows(index.read(where)) == expected, where
-        assert _spark_rows(index.to_spark(spark, where)) == expected, where
+        assert _spark_rows(to_spark(index, spark, where)) == expected, where
         holding = {os.path.relpath(path, partition_lake) for path in index.files(where)}
         wanted = {PARTITIONS[row["x"] // 2] + "/part-0.parquet"}
         assert wanted <= holding, where
@@ -178,7 +179,7 @@ def _check_void_predicates(spark, index, parquet) -> None:
     for where in VOID_PREDICATES:
         expected = _spark_rows(parquet.where(where))
         assert _arrow_rows(index.read(where)) == expected, where
-        assert _spark_rows(index.to_spark(spark, where)) == expected, where
+        assert _spark_rows(to_spark(index, spark, where)) == expected, where
 
 
 def test_partition_column_that_became_void(spark, tmp_path):
@@ -402,7 +403,7 @@ def test_lake_root_with_glob_characters(spark, tmp_path):
     for where in ("id = 3", "p = 1", "TRUE"):
         expected = _spark_rows(parquet.where(where))
         assert _arrow_rows(index.read(where)) == expected
-        assert _spark_rows(index.to_spark(spark, where)) == expected
+        assert _spark_rows(to_spark(index, spark, where)) == expected
         assert lakeseek.spark.register(spark)
         assert _spark_rows(spark.read.format("lakeseek").load(root).where(where)) == expected
 

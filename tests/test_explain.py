@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from click.testing import CliRunner
 
@@ -23,13 +25,28 @@ def test_explain_a_needle(typed_lake):
 
 
 @pytest.mark.parametrize(
-    ("where", "why"),
-    [("score > 1", "no indexed column"), ("code >= 0", "cost more than it saves"), ("id <> 3", "no indexed column")],
+    ("where", "why", "notes"),
+    [
+        ("score > 1", r"column 'score' is not indexed", ("column 'score' is not indexed",)),
+        # code is in every file: the index could remove none
+        (
+            "code >= 0",
+            r"reading the index \(~[0-9.,]+ K?i?B\) would cost more than it saves: ~12 of 12 files would remain",
+            (),
+        ),
+        # id is indexed: the reason names the operator the index does not serve
+        ("id <> 3", r"'<>' on 'id' is not served by the index", ("'<>' on 'id' is not served by the index",)),
+        ("TRUE", r"no indexed column narrows the predicate", ()),
+    ],
 )
-def test_explain_why_not(typed_lake, where, why):
+def test_explain_why_not(typed_lake, where, why, notes):
     result = lakeseek.open_index(typed_lake).explain(where)
-    assert not result.index_used and why in result.why_not
-    assert result.candidate_files == result.total_files
+    assert not result.index_used and result.why_not, result
+    assert why is None or re.fullmatch(why, result.why_not), result.why_not
+    assert result.notes == notes
+    assert [line for line in result.lines() if line.startswith("note: ")] == [f"note: {note}" for note in notes]
+    assert result.columns_used == () and result.index_reads == 0
+    assert result.candidate_files == result.total_files == 12
 
 
 def test_explain_cli(typed_lake):

@@ -108,7 +108,7 @@ def test_put_if_absent_has_one_winner(tmp_path):
 
 
 def test_log_commit_conflict(tmp_path):
-    from lakeseek.lifecycle.log import IndexLog
+    from lakeseek.commits.log import IndexLog
 
     storage, root = storage_for(str(tmp_path))
     log = IndexLog(storage, root)

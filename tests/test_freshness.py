@@ -183,7 +183,7 @@ def test_an_older_manifest_in_place_of_the_newer_one_falls_back_to_a_scan(tmp_pa
 def test_date_and_timestamp_blooms_written_before_format_5_are_not_used(lake_copy):
     """Format 5 hashes date and timestamp keys as numbers: bloom filters of a root of an
     earlier format (which hashed them as text) are never asked, by it or by roots built on it."""
-    from lakeseek.lifecycle.log import IndexLog, decode_entry, encode_entry
+    from lakeseek.commits.log import IndexLog, decode_entry, encode_entry
 
     log = IndexLog(lakeseek.open_index(lake_copy).storage, f"{lake_copy}/_lakeseek/default")
     entry = f"{lake_copy}/_lakeseek/default/log/{log.versions()[-1]:020d}.json"
@@ -205,7 +205,7 @@ def test_date_and_timestamp_blooms_written_before_format_5_are_not_used(lake_cop
 
 
 def test_an_index_written_before_format_3_reads_every_file_until_refreshed(lake_copy):
-    from lakeseek.lifecycle.log import decode_entry, encode_entry
+    from lakeseek.commits.log import decode_entry, encode_entry
 
     entry = f"{lake_copy}/_lakeseek/default/log/{0:020d}.json"
     with open(entry, "rb") as f:

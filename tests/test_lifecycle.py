@@ -9,9 +9,9 @@ import random
 import pytest
 
 import lakeseek
+from lakeseek.commits.leases import Lease, Leases
 from lakeseek.exceptions import IndexAlreadyExistsError, LakeseekError, OperationCancelledError
-from lakeseek.lifecycle.leases import Lease, Leases
-from tests.lakes import data_files, typed_rows, write_file
+from tests.lakes import all_rows, data_files, files_with, ids, matching, to_sql, typed_rows, write_file
 from tests.lifecycle import LakeChanger, assert_exact
 
 pytestmark = pytest.mark.spark
@@ -27,6 +27,33 @@ OPERATIONS = [
     ("restore", None),
     ("vacuum", None),
 ]
+
+
+def _assert_served_by_the_index(index: lakeseek.Index, keys: list[int]) -> None:
+    """Lookups of ``id`` go through ``index``: its files are read, and it names exactly the
+    files holding each key (and the files it does not cover), not every file of the lake.
+
+    ``assert_exact`` alone cannot tell: a query falling back to a full scan passes it."""
+    rows = all_rows(index.lake_root)
+    unindexed = {f"{index.lake_root}/{path}" for path in index.lake_state().unindexed}
+    stats = index.storage.stats
+    for key in keys:
+        tree = ("=", "id", key)
+        where = to_sql(tree)
+        holding = set(files_with(rows, tree))
+        assert holding, where  # a key the lake holds, so that the index has entries to read
+        before = stats.snapshot()["reads"]
+        plan = index.plan(where)
+        assert plan.index_used, (where, plan.reason)
+        assert stats.snapshot()["reads"] > before, where
+        assert set(index.files(where)) == holding | unindexed, where
+        assert len(plan.files) < plan.total_files, where
+
+
+def _first_id(path: str) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=["id"]).column("id")[0].as_py()
 
 
 def _apply(lake: str, operation: str, mode: str | None, spark) -> None:
@@ -128,7 +155,7 @@ def test_delete_restore_and_vacuum(lake_copy):
         lakeseek.refresh_index(lake_copy, "incremental", engine="local")
     lakeseek.restore_index(lake_copy)
     assert lakeseek.open_index(lake_copy).plan("id = 5").index_used
-    LakeChanger(lake_copy, rng).append()
+    added = LakeChanger(lake_copy, rng).append()
     lakeseek.refresh_index(lake_copy, "full", engine="local")
     index_dir = f"{lake_copy}/_lakeseek/default"
     kept = lakeseek.vacuum_index(lake_copy)  # default retention keeps recent versions
@@ -139,6 +166,8 @@ def test_delete_restore_and_vacuum(lake_copy):
     on_disk = {os.path.relpath(os.path.join(d, n), index_dir) for d, _, names in os.walk(index_dir) for n in names}
     assert on_disk == latest.root.referenced_paths() | {f"log/{latest.version:020d}.json"}
     assert_exact(lake_copy, rng)
+    # What vacuum left still serves lookups (assert_exact passes a full scan too).
+    _assert_served_by_the_index(latest, [5, 1799, _first_id(added)])
 
 
 def test_create_adds_columns_and_named_indexes(lake_copy, spark):
@@ -171,7 +200,7 @@ def test_a_dead_operation_is_recovered_by_the_next(lake_copy):
 
 
 def test_cancel_stops_an_operation_before_it_commits(lake_copy, monkeypatch):
-    from lakeseek.spark import build
+    from lakeseek.build import job as build
 
     real = build.IndexJob.run
     cancelled = []
@@ -199,7 +228,7 @@ def test_optimize_rebases_over_a_refresh_that_committed_first(lake_copy, monkeyp
     for _ in range(2):
         changer.append()
         lakeseek.refresh_index(lake_copy, "incremental", engine="local")
-    from lakeseek.spark import fold
+    from lakeseek.build import fold
 
     real = fold.merge_deltas
     raced = []
@@ -222,7 +251,7 @@ def test_refresh_redoes_its_work_when_another_refresh_won(lake_copy, monkeypatch
     rng = random.Random(9)
     changer = LakeChanger(lake_copy, rng)
     changer.append()
-    from lakeseek.spark import build
+    from lakeseek.build import job as build
 
     real = build.IndexJob.run
     raced = []
@@ -245,15 +274,24 @@ def test_refresh_redoes_its_work_when_another_refresh_won(lake_copy, monkeypatch
 def test_snapshot_readers_survive_optimize_and_vacuum(lake_copy):
     rng = random.Random(10)
     changer = LakeChanger(lake_copy, rng)
-    changer.append()
+    first = changer.append()
     lakeseek.refresh_index(lake_copy, "incremental", engine="local")
     reader = lakeseek.open_index(lake_copy)
-    expected = reader.read("code = 7")
-    changer.append()
+    reader.read("code = 7")  # a reader that has queried: footers cached
+    second = changer.append()
     lakeseek.refresh_index(lake_copy, "incremental", engine="local")
-    lakeseek.optimize_index(lake_copy, "full", engine="local")
+    optimized = lakeseek.optimize_index(lake_copy, "full", engine="local")
+    # The reader's version needs index files the latest one dropped: the delta of ``first``,
+    # folded into the main index, and the main index file that took its ids.
+    dropped = reader.root.referenced_paths() - optimized.root.referenced_paths()
+    assert {path for path in dropped if path.startswith("data/")}, dropped
     lakeseek.vacuum_index(lake_copy)  # within retention: the old version's files stay
-    assert reader.read("code = 7").num_rows >= expected.num_rows
+    assert all(os.path.exists(f"{reader.index_dir}/{path}") for path in dropped)
+    assert reader.lake_state().unindexed == [os.path.relpath(second, lake_copy)]  # new since its version
+    # Keys it never looked up, in those dropped files: read through them, not by a fallback scan.
+    _assert_served_by_the_index(reader, [_first_id(first), 1799])
+    rows = all_rows(lake_copy)
+    assert ids(reader.read("code = 7")) == ids(matching(rows, ("=", "code", 7)))
     assert reader.plan("code = 7").index_used
 
 

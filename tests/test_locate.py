@@ -9,6 +9,7 @@ import pytest
 
 import lakeseek
 from lakeseek.exceptions import LakeseekError
+from lakeseek.spark import locate_spark
 from tests.lakes import all_rows, data_files, typed_rows, write_file
 
 pytestmark = pytest.mark.spark
@@ -74,10 +75,10 @@ def test_locate_on_spark_matches_the_oracle(spark, lake_copy):
     rows = all_rows(lake_copy)
     index = lakeseek.open_index(lake_copy)
     keys = [5, 77, 7003, 7029, 123456]
-    frame = index.locate_spark(spark.createDataFrame([(k,) for k in keys], "user_id long"), column="id")
+    frame = locate_spark(index, spark.createDataFrame([(k,) for k in keys], "user_id long"), column="id")
     got = sorted(((r["key"], r["file"].removeprefix("file://")) for r in frame.collect()), key=repr)
     assert got == _oracle(rows, "id", keys)
     names = ["alice", "São Paulo", "nobody"]
-    frame = index.locate_spark(spark.createDataFrame([(n,) for n in names], "n string"), column="name")
+    frame = locate_spark(index, spark.createDataFrame([(n,) for n in names], "n string"), column="name")
     got = sorted(((r["key"], r["file"].removeprefix("file://")) for r in frame.collect()), key=repr)
     assert got == _oracle(rows, "name", names)

@@ -69,28 +69,40 @@ def test_cold_lookup_reads_at_most_three_and_warm_one(typed_lake, rows):
     assert stats.snapshot()["reads"] - before == 0
 
 
-@pytest.mark.parametrize(
-    "tree",
-    [
-        ("or", ("=", "id", 3), ("=", "name", "it's")),
-        ("and", ("=", "code", 7), ("=", "region", "São Paulo")),
-        ("and", ("=", "code", 7), ("<", "score", 1.0)),
-        ("or", ("=", "code", 7), (">", "score", 1.0)),
-        ("in", "name", ["alice", "naïve café", None]),
-        ("not in", "code", [1, 2, 3]),
-        ("not", ("in", "code", [1, 2, None])),
-        ("is null", "region"),
-        ("and", ("is not null", "payload"), ("=", "flag", False)),
-        ("like", "name", "%a%"),
-        ("not", ("=", "name", None)),
-        (">=", "ts", dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc)),
-        ("<>", "amount", Decimal("3.10")),
-    ],
-)
-def test_mixed_predicates(index, rows, tree):
+# (tree, index used?, files pruned?). Used: the predicate's lookups go through the index
+# (False where it cannot serve them: NOT, <>, an OR with an unindexed side; None where only
+# the cost model decides, for a lookup that could not remove a file here). Pruned: the data
+# allow fewer files than the lake's, and the index names exactly the files holding a match.
+MIXED = [
+    (("or", ("=", "id", 3), ("=", "name", "it's")), True, False),
+    (("and", ("=", "code", 7), ("=", "region", "São Paulo")), True, True),
+    (("and", ("=", "code", 7), ("<", "score", 1.0)), True, False),
+    (("or", ("=", "code", 7), (">", "score", 1.0)), False, False),
+    (("in", "name", ["alice", "naïve café", None]), True, False),
+    (("not in", "code", [1, 2, 3]), False, False),
+    (("not", ("in", "code", [1, 2, None])), False, False),
+    (("is null", "region"), True, True),
+    (("and", ("is not null", "payload"), ("=", "flag", False)), True, False),
+    (("like", "name", "%a%"), None, False),
+    (("not", ("=", "name", None)), False, False),
+    ((">=", "ts", dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.timezone.utc)), None, False),
+    (("<>", "amount", Decimal("3.10")), False, False),
+]
+
+
+@pytest.mark.parametrize(("tree", "used", "pruned"), MIXED)
+def test_mixed_predicates(index, rows, tree, used, pruned):
     where = to_sql(tree)
     assert ids(index.read(where)) == ids(matching(rows, tree)), where
-    assert set(index.files(where)) >= set(files_with(rows, tree)), where
+    plan = index.plan(where)
+    files = index.files(where)
+    assert set(files) >= set(files_with(rows, tree)), where
+    if used is not None:
+        assert plan.index_used == used, (where, plan.reason)
+    if not plan.index_used:
+        assert plan.reason and len(files) == plan.total_files, where
+    if pruned:
+        assert files == files_with(rows, tree) and len(files) < plan.total_files, where
 
 
 def test_or_with_unindexed_side_reads_every_file(index, rows):
@@ -99,6 +111,9 @@ def test_or_with_unindexed_side_reads_every_file(index, rows):
 
 
 def test_read_returns_whole_rows_with_partition_values(index, rows):
+    plan = index.plan("region = 'São Paulo'")
+    assert plan.index_used and index.files("region = 'São Paulo'") == files_with(rows, ("=", "region", "São Paulo"))
+    assert len(plan.files) == 3 < plan.total_files  # the region's files only
     expected = sorted(matching(rows, ("=", "region", "São Paulo")), key=lambda r: r["id"])
     got = sorted(index.read("region = 'São Paulo'").to_pylist(), key=lambda r: r["id"])
     assert [dict(r, __file=None) for r in got] == [dict(r, __file=None) for r in expected]
@@ -117,4 +132,9 @@ def test_random_predicates_match_the_oracle(index, rows, data):
     tree = data.draw(predicate_trees(rows))
     where = to_sql(tree)
     assert ids(index.read(where)) == ids(matching(rows, tree)), where
+    plan = index.plan(where)
     assert set(index.files(where)) >= set(files_with(rows, tree)), where
+    assert plan.index_used or (plan.reason and len(plan.files) == plan.total_files), where
+    if tree[0] == "=" and tree[1] in INDEXABLE:
+        # A point lookup on an indexed column: exactly the files holding the value.
+        assert plan.index_used and index.files(where) == files_with(rows, tree), where

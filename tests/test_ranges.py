@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 import lakeseek
 from lakeseek.exceptions import PredicateParseError
-from lakeseek.planning import like_prefix
 from tests.lakes import INDEXABLE, files_with, ids, matching, to_sql
 
 pytestmark = pytest.mark.spark
 
 
-def _check(index, rows, tree, exact=True):
+def _check(index, rows, tree, exact=True, used=None):
+    """Rows as the oracle's, candidate files covering them; ``used``: whether the index must be used."""
     where = to_sql(tree)
     assert ids(index.read(where)) == ids(matching(rows, tree)), where
     plan = index.plan(where)
+    if used is not None:
+        assert plan.index_used == used, (where, plan.reason)
     files = index.files(where)
     assert set(files) >= set(files_with(rows, tree)), where
     if plan.index_used and exact:
@@ -33,15 +36,26 @@ def test_ranges_on_every_column(index, rows, column, op):
     values = sorted({row[column] for row in rows if row[column] is not None})
     for value in (values[0], values[len(values) // 2], values[-1]):
         _check(index, rows, (op, column, value))
+    if op == ">":
+        # Past the largest key: the index says no file can match, without reading a data file.
+        plan = _check(index, rows, (">", column, values[-1]), used=True)
+        assert plan.files == [], plan.files
+    if column == "id":
+        # Unique, clustered ids: a range from the middle keeps about half of the files.
+        plan = _check(index, rows, (op, column, values[len(values) // 2]), used=True)
+        assert 0 < len(plan.files) < plan.total_files, plan.files
 
 
 @pytest.mark.parametrize("column", ["id", "name", "day", "ts", "amount", "payload"])
 def test_between_and_open_ranges(index, rows, column):
     values = sorted({row[column] for row in rows if row[column] is not None})
     low, high = values[len(values) // 4], values[len(values) // 2]
-    _check(index, rows, ("and", (">=", column, low), ("<=", column, high)))
-    _check(index, rows, ("and", (">", column, low), ("<", column, high)))
-    _check(index, rows, ("and", (">", column, high), ("<", column, low)))  # empty
+    for tree in (("and", (">=", column, low), ("<=", column, high)), ("and", (">", column, low), ("<", column, high))):
+        plan = _check(index, rows, tree, used=True if column == "id" else None)
+        if column == "id":  # clustered: the range's files only
+            assert 0 < len(plan.files) < plan.total_files, plan.files
+    empty = _check(index, rows, ("and", (">", column, high), ("<", column, low)), used=True)
+    assert empty.files == []  # merged into one empty range: no file, no scan
 
 
 def test_between_sql(index, rows):
@@ -51,17 +65,57 @@ def test_between_sql(index, rows):
     assert ids(index.read("id BETWEEN 100 AND 180")) == ids(matching(rows, tree))
 
 
-@pytest.mark.parametrize("pattern", ["ali%", "S%", "São%", "🙂%", "x%", "%a%", "under_score", "", "%", "it's%", "B_b"])
-def test_like(index, rows, pattern):
-    _check(index, rows, ("like", "name", pattern))
+@pytest.mark.parametrize(
+    ("pattern", "used"),
+    [
+        ("ali%", True),
+        ("S%", True),
+        ("São%", True),
+        ("🙂%", None),  # a prefix above every other key: the cost model sees the whole file
+        ("x%", True),
+        ("%a%", None),  # no prefix: every key
+        ("under_score", True),
+        ("", None),
+        ("%", None),
+        ("it's%", True),
+        ("B_b", True),
+    ],
+)
+def test_like(index, rows, pattern, used):
+    # Every file holds most names, so a LIKE on name cannot remove files here (a prefix on
+    # region can: see below); with a prefix, the index is still read and names exactly the
+    # files holding a match.
+    _check(index, rows, ("like", "name", pattern), used=used)
 
 
-def test_like_prefix_reads_the_index():
-    assert like_prefix("ab%c") == "ab"
-    assert like_prefix("a_c%") == "a"
-    assert like_prefix("50\\% off%") == "50% off"
-    assert like_prefix("a\\\\b%") == "a\\b"
-    assert like_prefix("%x") == ""
+@pytest.mark.parametrize("pattern", ["Sã%", "e%"])
+def test_like_on_a_partition_column_keeps_its_files(index, rows, pattern):
+    plan = _check(index, rows, ("like", "region", pattern), used=True)
+    assert len(plan.files) == 3 < plan.total_files  # the files of one region of four
+
+
+def test_like_prefix_reads_the_index(typed_lake, rows):
+    """A LIKE with a literal prefix is a key range: a cold lookup reads the index file's
+    footer and the chunks holding the prefix (not the whole file), a warm one the chunks."""
+    from lakeseek.format.index_file import read_footer
+    from lakeseek.lookup import KeyRange
+
+    index = lakeseek.open_index(typed_lake)  # a new handle: no footer cached
+    (info,) = index.root.columns["name"].files
+    footer = read_footer(index.storage, f"{index.index_dir}/{info.path}", info, pa.string())
+    prefix = KeyRange("ali", "alj", True, False)
+    chunks = sum(prefix.overlaps(low, high) for low, high in zip(footer.chunk_min, footer.chunk_max, strict=True))
+    assert 1 <= chunks < info.chunks
+    stats = index.storage.stats
+    before = stats.snapshot()
+    plan = index.plan("name LIKE 'ali%'")
+    after = stats.snapshot()
+    assert plan.index_used and plan.indexed_columns_used == ("name",)
+    assert after["reads"] - before["reads"] == 1 + chunks
+    assert 0 < after["bytes_read"] - before["bytes_read"] < info.size
+    before = stats.snapshot()
+    assert index.files("name LIKE 'ali%'") == files_with(rows, ("like", "name", "ali%"))
+    assert stats.snapshot()["reads"] - before["reads"] == chunks  # warm: the footer is cached
 
 
 def test_narrow_range_on_a_clustered_column_reads_few_files(index, rows):

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakeseek
+from lakeseek.spark import locate_spark
 
 pytestmark = pytest.mark.spark
 
@@ -91,7 +92,7 @@ def test_locate_names_row_groups_and_spark_gives_the_same_pairs(lake, spark):
     columns = [found.column(name).to_pylist() for name in ("key", "file", "row_group")]
     got = zip(*columns, strict=True)
     assert {(k, f.rsplit("/", 1)[1], g) for k, f, g in got} == expected
-    frame = index.locate_spark(spark.createDataFrame([(k,) for k in keys], "k string"), column="user")
+    frame = locate_spark(index, spark.createDataFrame([(k,) for k in keys], "k string"), column="user")
     pairs = [(r["key"], r["file"].rsplit("/", 1)[1]) for r in frame.collect()]
     assert sorted(pairs) == sorted({(k, f) for k, f, _ in expected})  # one pair per file, not per row group
 

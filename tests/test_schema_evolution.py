@@ -19,7 +19,7 @@ import pytest
 
 import lakeseek
 import lakeseek.spark
-from lakeseek.spark import PYTHON_FORMAT
+from lakeseek.spark import PYTHON_FORMAT, to_spark
 
 pytestmark = pytest.mark.spark
 SOURCES = ("lakeseek", PYTHON_FORMAT)
@@ -64,7 +64,7 @@ def _check(spark, lake, where, oracle, sources, *, options=None):
     columns = expected.columns
     want = _rows(expected)
     assert _table_rows(index.read(where), columns) == want, where
-    assert _rows(index.to_spark(spark, where).select(*columns)) == want, where
+    assert _rows(to_spark(index, spark, where).select(*columns)) == want, where
     files = set(_names(index.files(where)))
     for row in expected.select("_metadata.file_name").collect():
         assert row[0] in files, (where, row[0])
@@ -85,7 +85,7 @@ def _int_lake(tmp_path) -> str:
 
 
 def test_integers_widen_to_the_wider_type(spark, tmp_path, sources, monkeypatch):
-    from lakeseek.spark import build
+    from lakeseek.build import job as build
 
     lake = _int_lake(tmp_path)
     monkeypatch.setattr(build, "FOOTERS_IN_PROCESS", 0)  # the files' schemas read by a Spark job
@@ -197,7 +197,7 @@ def test_types_that_do_not_widen_exactly_are_refused(spark, tmp_path):
 
 def test_a_root_of_format_3_trusts_no_files_schema(spark, tmp_path):
     """Format 3 took one file's schema and cast keys unchecked: its queries merge every file's."""
-    from lakeseek.lifecycle.log import decode_entry, encode_entry
+    from lakeseek.commits.log import decode_entry, encode_entry
     from tests.lakes import restamp_indexes
 
     files = {f"{name}.parquet": pa.table({"x": pa.array([n, n + 10], pa.int32())}) for n, name in enumerate("abcd")}
@@ -353,7 +353,7 @@ def test_case_sensitive_names_stay_apart(spark, tmp_path):
         assert index.locate([1, 10], column="a").column("key").to_pylist() == [1]
         assert index.locate([1, 10], column="A").column("key").to_pylist() == [10]
         for where in ("a = 1", "A = 20", "a = 10"):
-            assert _rows(index.to_spark(spark, where)) == _rows(spark.read.parquet(lake).where(where))
+            assert _rows(to_spark(index, spark, where)) == _rows(spark.read.parquet(lake).where(where))
     finally:
         spark.conf.unset("spark.sql.caseSensitive")
 

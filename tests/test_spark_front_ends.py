@@ -19,16 +19,16 @@ from pyspark.sql import functions as F
 import lakeseek
 import lakeseek.spark
 from lakeseek.lake import is_hidden, list_data_files
-from lakeseek.spark import PYTHON_FORMAT
+from lakeseek.spark import PYTHON_FORMAT, locate_spark, to_spark
 
 pytestmark = pytest.mark.spark
 FORMATS = ["lakeseek", PYTHON_FORMAT]
 
 
 @pytest.fixture(scope="module")
-def registered(spark):
-    """Both formats on the session: ``lakeseek`` is the JVM source here (the machine has a JDK)."""
-    assert lakeseek.spark.register(spark)
+def registered(spark, jvm_source):
+    """Both formats on the session: ``lakeseek`` is the JVM source where a JDK is at hand
+    (``jvm_source``), else the Python one, which its cases then test twice."""
     return spark
 
 
@@ -234,7 +234,7 @@ def test_every_front_end_reads_what_spark_reads(registered, listing_lake, number
     index = lakeseek.open_index(listing_lake)
     assert sorted(index.read(where).column("id").to_pylist()) == expected, where
     assert bool(index.files(where)) == bool(expected), where
-    assert _ids(index.to_spark(spark, where)) == expected, where
+    assert _ids(to_spark(index, spark, where)) == expected, where
     for source_format in FORMATS:
         assert _ids(spark.read.format(source_format).load(listing_lake).where(where)) == expected, source_format
 
@@ -283,8 +283,8 @@ def test_to_spark_reads_exactly_the_named_files(registered, glob_lake, number):
     for where in (f"id = {9000 + 10 * number}", f"id IN ({9000 + 10 * number + 2}, 9001, 9011)"):
         expected = _ids(spark.read.parquet(glob_lake).where(where))
         assert expected, where
-        assert _ids(index.to_spark(spark, where)) == expected, where
-        assert index.to_spark(spark, where).schema == spark.read.parquet(glob_lake).schema
+        assert _ids(to_spark(index, spark, where)) == expected, where
+        assert to_spark(index, spark, where).schema == spark.read.parquet(glob_lake).schema
 
 
 def test_locate_spark_names_exactly_the_files_holding_each_key(registered, glob_lake):
@@ -292,7 +292,7 @@ def test_locate_spark_names_exactly_the_files_holding_each_key(registered, glob_
     index = lakeseek.open_index(glob_lake)
     keys = [9000 + 10 * number + 1 for number in range(len(_GLOB_NAMES))] + [42]
     truth = sorted((key, path) for key, path in _holders(glob_lake) if key in keys)
-    found = index.locate_spark(spark.createDataFrame([(k,) for k in keys], "k long"), column="id")
+    found = locate_spark(index, spark.createDataFrame([(k,) for k in keys], "k long"), column="id")
     assert sorted((row["key"], row["file"].removeprefix("file://")) for row in found.collect()) == truth
     # The same with files the index does not cover (read by locate_spark itself).
     _write(f"{glob_lake}/k=top/new-[2].parquet", [9500])
@@ -301,7 +301,7 @@ def test_locate_spark_names_exactly_the_files_holding_each_key(registered, glob_
         keys = [9500, 9501, 9001]
         truth = sorted((key, path) for key, path in _holders(glob_lake) if key in keys)
         index = lakeseek.open_index(glob_lake)
-        found = index.locate_spark(spark.createDataFrame([(k,) for k in keys], "k long"), column="id")
+        found = locate_spark(index, spark.createDataFrame([(k,) for k in keys], "k long"), column="id")
         assert sorted((row["key"], row["file"].removeprefix("file://")) for row in found.collect()) == truth
     finally:
         os.remove(f"{glob_lake}/k=top/new-[2].parquet")

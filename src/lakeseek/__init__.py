@@ -26,7 +26,8 @@ from lakeseek.exceptions import (
     UnsupportedColumnError,
     UnsupportedPredicateError,
 )
-from lakeseek.index import Index, IndexStatus, open_index
+from lakeseek.explain import Explanation
+from lakeseek.index import ColumnStatus, Index, IndexStatus, open_index
 from lakeseek.lifecycle.operations import (
     VacuumResult,
     cancel_operations,
@@ -38,12 +39,15 @@ from lakeseek.lifecycle.operations import (
     restore_index,
     vacuum_index,
 )
+from lakeseek.planning import Plan
 
 __version__ = "0.2.0"
 
 __all__ = [
+    "ColumnStatus",
     "CommitFailedError",
     "DataFileError",
+    "Explanation",
     "IncompatibleSchemaError",
     "Index",
     "IndexAlreadyExistsError",
@@ -51,9 +55,10 @@ __all__ = [
     "IndexFormatError",
     "IndexNotFoundError",
     "IndexStatus",
-    "OperationCancelledError",
     "LakeNotFoundError",
     "LakeseekError",
+    "OperationCancelledError",
+    "Plan",
     "PredicateError",
     "PredicateParseError",
     "PredicateTypeError",

@@ -35,7 +35,7 @@ def run_demo(directory: str, rows: int, files: int, out: Console, err: Console) 
     record_ids = [sample.column("record_id")[i].as_py() for i in (17, 4_321, 654_321 % sample.num_rows)]
     event_ids = [sample.column("event_id")[i].as_py() for i in (99, 8_765, 765_432 % sample.num_rows)]
 
-    from lakeseek.spark.session import default_session
+    from lakeseek.engine.session import default_session
 
     with err.status("starting local Spark"):
         spark = default_session()

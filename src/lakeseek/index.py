@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeseek.commits.checks import problems
+from lakeseek.commits.leases import Leases
+from lakeseek.commits.log import IndexLog
 from lakeseek.evolution import (
     current_partition_types,
     file_schemas,
@@ -34,21 +37,17 @@ from lakeseek.explain import Explanation, explanation
 from lakeseek.expressions import Predicate
 from lakeseek.expressions.arrow import read_matching
 from lakeseek.expressions.binding import bind, resolve_column, value_type
-from lakeseek.expressions.sql import parse_where, to_spark_sql
+from lakeseek.expressions.sql import parse_where
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import DELETED, Root
 from lakeseek.format.values import KeyValue, key_type_for
 from lakeseek.io import Storage, counting, storage_for
 from lakeseek.lake import LakeState, compare, is_hidden, list_data_files, reading_data_files
-from lakeseek.lifecycle.checks import problems
-from lakeseek.lifecycle.leases import Leases
-from lakeseek.lifecycle.log import IndexLog
 from lakeseek.locate import FILE, exact_keys, locate_keys, scan_keys
 from lakeseek.lookup import IndexReader
 from lakeseek.planning import Plan, full_scan, plan
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 DEFAULT_HOME = "_lakeseek"
@@ -283,14 +282,18 @@ class Index:
             distinct.setdefault(self._file_schemas[(path, tuple(state.files[path]))], path)
         return [(path, found) for found, path in distinct.items()]
 
-    def _spark_schema_json(self, state: LakeState) -> str:
+    def spark_schema_json(self, state: LakeState | None = None) -> str:
+        """The lake's schema as Spark reads it, as Spark's JSON (``StructType.json()``), for
+        the lake as ``state`` lists it (default: now)."""
         root = self.root
+        state = state or self.lake_state()
         return spark_schema_json(self.schema_of(state), root.partition_columns, root.schema, root.spark_schema)
 
     # -- queries ----------------------------------------------------------------------------
-    def plan(self, where: str | Predicate) -> Plan:
-        """The files a query with this predicate (SQL text or an unbound expression tree) must read."""
-        state = self.lake_state()
+    def plan(self, where: str | Predicate, *, state: LakeState | None = None) -> Plan:
+        """The files a query with this predicate (SQL text or an unbound expression tree) must
+        read, in the lake as ``state`` lists it (default: now)."""
+        state = state or self.lake_state()
         return self._plan(self._bind(where, state), state)
 
     def files(self, where: str) -> list[str]:
@@ -315,27 +318,7 @@ class Index:
         Spark's types, as ``spark.read.option("mergeSchema", "true").parquet(SOURCE)`` infers it."""
         from pyspark.sql.types import StructType
 
-        return StructType.fromJson(json.loads(self._spark_schema_json(self.lake_state())))
-
-    def to_spark(self, spark: SparkSession, where: str) -> DataFrame:
-        """A Spark DataFrame of the rows matching ``where``, over the candidate files only.
-
-        Same rows as ``spark.read.parquet(SOURCE).where(where)`` when Spark reads the
-        predicate as lakeseek does (see :func:`lakeseek.expressions.sql.to_spark_sql`).
-        """
-        from pyspark.sql.types import StructType
-
-        from lakeseek.spark.locate import literal_path
-
-        state = self.lake_state()
-        chosen = self._plan(self._bind(where, state), state)
-        schema = StructType.fromJson(json.loads(self._spark_schema_json(state)))
-        if not chosen.files:
-            return spark.createDataFrame([], schema)
-        uris = [literal_path(self.storage.uri(f"{self.lake_root}/{path}")) for path in chosen.files]
-        # basePath is taken as it is, never as a glob pattern.
-        reader = spark.read.schema(schema).option("basePath", self.storage.uri(self.lake_root))
-        return reader.parquet(*uris).where(to_spark_sql(where))
+        return StructType.fromJson(json.loads(self.spark_schema_json(self.lake_state())))
 
     def explain(self, where: str, *, analyze: bool = False) -> Explanation:
         """How a query with this predicate uses the index: columns used, candidate files (and
@@ -364,7 +347,7 @@ class Index:
         NULL keys are ignored.
         """
         state = self.lake_state()
-        name = self._locate_column(column, state)
+        name = self.locate_column(column, state)
         with reading_data_files(self.storage, self.lake_root, list(state.files)):
             if self.root.state == DELETED or not self.serves(name, state):
                 found = self._scan_keys(state, name, keys)
@@ -377,16 +360,8 @@ class Index:
         paths = pc.binary_join_element_wise(self._location(self.lake_root) + "/", found.column(FILE), "")
         return found.set_column(found.schema.get_field_index(FILE), FILE, paths)
 
-    def locate_spark(self, keys: DataFrame, column: str | None = None, key_column: str | None = None) -> DataFrame:
-        """``locate`` on Spark: a DataFrame of keys in (its ``key_column``, or its only
-        column), a DataFrame of ``(key, file)`` pairs out, for key sets too large for one
-        machine. Files are URIs."""
-        from lakeseek.spark.locate import locate_spark
-
-        name = self._locate_column(column)
-        return locate_spark(self, keys, name, key_column)
-
-    def _locate_column(self, column: str | None, state: LakeState | None = None) -> str:
+    def locate_column(self, column: str | None, state: LakeState | None = None) -> str:
+        """The indexed column ``locate`` looks keys up in: ``column``, or the index's only one."""
         if column is None:
             if len(self.root.columns) != 1:
                 raise LakeseekError(f"the index has several columns ({', '.join(self.columns)}): choose one")
@@ -493,7 +468,9 @@ class Index:
 
     def _plan(self, predicate: Predicate, state: LakeState | None = None) -> Plan:
         if self.root.state == DELETED:
-            chosen = full_scan(self._list_lake(), f"index '{self.name}' is deleted (restore it to use it)")
+            chosen = full_scan(
+                self._list_lake(), f"index '{self.name}' is deleted (restore it to use it): every file is read"
+            )
         else:
             try:
                 state = state or self.lake_state()

@@ -127,7 +127,7 @@ class Planner:
         cost = PlanCost(estimate.index, estimate.candidates, with_index, scan)
         used: list[str] = []
         if isinstance(node, _All):
-            return self._scan(cost, used, "no indexed column narrows the predicate")
+            return self._scan(cost, used, self._unserved())
         if with_index.total >= scan.total and not isinstance(node, _None):
             return self._scan(
                 cost,
@@ -137,7 +137,7 @@ class Planner:
             )
         locations = self._evaluate(node, used)
         if locations is None:
-            return self._scan(cost, used, "no indexed column narrows the predicate")
+            return self._scan(cost, used, self._unserved())
         ids = locations >> _FILE_SHIFT
         files = {self.state.indexed[i] for i in np.unique(ids).tolist() if i in self.state.indexed}
         row_groups = self._row_groups(locations) if self.reader.row_groups else {}
@@ -223,6 +223,10 @@ class Planner:
 
     def _column_type(self, column: str) -> pa.DataType:
         return value_type(self.reader.root.schema.field(column).type)
+
+    def _unserved(self) -> str:
+        """Why the index narrows no part of the predicate: the notes say what it could not serve."""
+        return "; ".join(dict.fromkeys(self.notes)) or "no indexed column narrows the predicate"
 
     def _not_served(self, note: str) -> _All:
         self.notes.append(note)

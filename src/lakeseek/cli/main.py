@@ -17,6 +17,7 @@ import click
 import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from lakeseek.cost import human_size
 from lakeseek.exceptions import IndexCorruptError, LakeseekError
@@ -292,10 +293,12 @@ def indexes(source: str, index_dir: str | None, output: str) -> None:
     if not states:
         stdout.print("no indexes")
         return
-    view = Table("name", "state", "version", "columns", "size", "segments", "stale files", "last operation", box=None)
+    headers = ["name", "state", "version", "columns", "size", "segments", "stale files", "last operation"]
+    view = _table(headers, box=None)
     for s in states:
         stale = len(s.new_files) + len(s.changed_files) + len(s.removed_files) + len(s.recorded_files)
-        view.add_row(
+        _add_row(
+            view,
             s.name,
             s.state,
             str(s.version),
@@ -378,9 +381,9 @@ def status(source: str, index_dir: str | None, name: str | None, output: str) ->
         markup=False,
     )
     stdout.print(f"size      {human_size(state.index_bytes)}", markup=False)
-    columns = Table("column", "type", "entries", "segments", "index files", "size", box=None, pad_edge=False)
+    columns = _table(["column", "type", "entries", "segments", "index files", "size"], box=None, pad_edge=False)
     for c in state.columns:
-        columns.add_row(c.name, c.type, f"{c.entries:,}", str(c.segments), str(c.index_files), human_size(c.bytes))
+        _add_row(columns, c.name, c.type, f"{c.entries:,}", str(c.segments), str(c.index_files), human_size(c.bytes))
     stdout.print(columns)
     stdout.print(
         f"files     {state.indexed_files:,} indexed, {state.lake_files:,} in the lake now: "
@@ -428,7 +431,7 @@ def demo(directory: str, rows: int, file_count: int) -> None:
 def _note_plan(index: Index) -> None:
     plan = index.last_plan
     if plan is not None and plan.reason and plan.reason.startswith(("the index", "index ")):
-        stderr.print(f"note: {plan.reason}; every file was read", markup=False)
+        stderr.print(f"note: {plan.reason}", markup=False)
     elif plan is not None and (plan.unindexed_files or plan.removed_files):
         stderr.print(
             f"note: the index is stale: {plan.unindexed_files} new or changed files were read without it, "
@@ -445,11 +448,23 @@ def _write_csv(table: pa.Table) -> None:
 
 
 def _print_table(table: pa.Table) -> None:
-    view = Table(*table.column_names, box=None, pad_edge=False)
+    view = _table(table.column_names, box=None, pad_edge=False)
     for row in table.to_pylist():
-        view.add_row(*["NULL" if v is None else _text(v) for v in row.values()])
+        _add_row(view, *["NULL" if v is None else _text(v) for v in row.values()])
     stdout.print(view)
     stderr.print(f"{table.num_rows:,} row{'s' if table.num_rows != 1 else ''}")
+
+
+def _table(headers: list[str], **options: object) -> Table:
+    """A rich Table whose headers are text as it is (``a[b]`` is not markup)."""
+    view = Table(**options)
+    for header in headers:
+        view.add_column(Text(header))
+    return view
+
+
+def _add_row(view: Table, *cells: str) -> None:
+    view.add_row(*(Text(cell) for cell in cells))
 
 
 def _text(value: Any) -> str:

@@ -110,7 +110,7 @@ def decode(raw: Any, key_type: pa.DataType) -> KeyValue:
         if not isinstance(raw, str):
             raise TypeError(raw)
         return raw
-    except (TypeError, ValueError, pa.ArrowException) as error:
+    except (TypeError, ValueError, ArithmeticError, pa.ArrowException) as error:  # decimal.InvalidOperation
         raise IndexCorruptError(f"index root holds a key {raw!r} that is not a {key_type}") from error
 
 

@@ -1,2 +1,1 @@
-"""The life of an index: its log of versions, the leases of running operations, and the
-operations themselves (create, refresh, optimize, delete, restore, vacuum, cancel)."""
+"""The operations on an index: create, refresh, optimize, delete, restore, vacuum, cancel."""

@@ -28,6 +28,9 @@ from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 
+from lakeseek.commits.leases import LEASE_DIR, OPERATION_ID, Lease, Leases
+from lakeseek.commits.log import LOG_DIR, IndexLog, is_entry_name
+from lakeseek.engine.runner import Engine, Runner, runner_for
 from lakeseek.exceptions import (
     CommitFailedError,
     IndexAlreadyExistsError,
@@ -46,16 +49,13 @@ from lakeseek.format.root import ACTIVE, DELETED, ColumnIndex, IndexConfig, Line
 from lakeseek.index import DEFAULT_NAME, Index, Location, index_names, locate
 from lakeseek.io import Storage
 from lakeseek.lake import Stamp, compare, list_data_files
-from lakeseek.lifecycle.leases import LEASE_DIR, OPERATION_ID, Lease, Leases
-from lakeseek.lifecycle.log import LOG_DIR, IndexLog, is_entry_name
 from lakeseek.lookup import IndexReader
-from lakeseek.spark.runner import Engine, Runner, runner_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakeseek.spark.build import IndexedColumn, IndexJob
-    from lakeseek.spark.progress import ProgressCallback
+    from lakeseek.build.job import IndexedColumn, IndexJob
+    from lakeseek.engine.progress import ProgressCallback
 
 logger = logging.getLogger("lakeseek")
 # Index entries per index file (one write task each); fewer files when the lake is small.
@@ -131,9 +131,9 @@ def _unrecorded(root: Root, names: list[str]) -> bool:
 def _create(
     op: _Operation, names: list[str], config: IndexConfig, spark: SparkSession | None, progress: ProgressCallback | None
 ) -> Root:
+    from lakeseek.build.job import IndexJob, discover_lake, indexed_columns, merged_schema
+    from lakeseek.engine.session import default_session
     from lakeseek.evolution import spark_schema_json
-    from lakeseek.spark.build import IndexJob, discover_lake, indexed_columns, merged_schema
-    from lakeseek.spark.session import default_session
 
     location = op.location
     files = _lake_files(location)
@@ -181,7 +181,7 @@ def _create(
 
 
 def _add_columns(op: _Operation, base: Root, names: list[str], runner: Runner) -> Change | None:
-    from lakeseek.spark.build import indexed_columns
+    from lakeseek.build.job import indexed_columns
 
     _require_active(base, op.location)
     wanted = indexed_columns(names, base.schema, base.partition_columns)
@@ -308,7 +308,7 @@ def _refresh(op: _Operation, base: Root, mode: str, runner: Callable[[], Runner]
 
 
 def _rebuild(op: _Operation, base: Root, files: dict[str, Stamp], runner: Runner) -> Change:
-    from lakeseek.spark.build import indexed_columns
+    from lakeseek.build.job import indexed_columns
 
     now = _schema_now(op.location, base, files, list(files), lambda: runner)
     indexed = []
@@ -350,13 +350,13 @@ def _schema_now(
 ) -> Root:
     """``base`` with the lake's schema now (lakeseek.evolution): partition types inferred from
     the listing ``files``, the schemas of the data files ``paths`` merged in."""
+    from lakeseek.build.job import merged_schema
     from lakeseek.evolution import (
         current_partition_types,
         infer_partition_types,
         spark_schema_json,
         with_partition_types,
     )
-    from lakeseek.spark.build import merged_schema
 
     schema = base.schema
     partitions = base.partition_columns
@@ -405,8 +405,8 @@ def optimize_index(
 
 
 def _optimize(op: _Operation, base: Root, mode: str, make_runner: Callable[[], Runner]) -> Change | None:
-    from lakeseek.spark.build import index_file_prefix
-    from lakeseek.spark.fold import fold_deltas, merge_deltas
+    from lakeseek.build.fold import fold_deltas, merge_deltas
+    from lakeseek.build.job import index_file_prefix
 
     _require_active(base, op.location)
     index_uri = op.location.storage.uri(op.location.index_dir)
@@ -667,8 +667,8 @@ class _Operation:
         return LineagePart(len(lineage), lake_bytes, size, path=path)
 
     def index_job(self, base: Root, runner: Runner) -> IndexJob:
-        from lakeseek.spark.build import IndexJob
-        from lakeseek.spark.runner import SparkRunner
+        from lakeseek.build.job import IndexJob
+        from lakeseek.engine.runner import SparkRunner
 
         parallelism = runner.spark.sparkContext.defaultParallelism if isinstance(runner, SparkRunner) else 1
         location = self.location
@@ -793,7 +793,7 @@ def _with_data(root: Root, operation: str, **changes) -> Root:
 
 
 def _columns(root: Root) -> list[IndexedColumn]:
-    from lakeseek.spark.build import indexed_columns
+    from lakeseek.build.job import indexed_columns
 
     return indexed_columns(list(root.columns), root.schema, root.partition_columns)
 

@@ -1,8 +1,12 @@
-"""Everything that runs on Spark. The only package that imports pyspark at module level."""
+"""lakeseek's Spark front ends: the ``lakeseek`` data source formats (:func:`register`), and an
+index's answers as DataFrames (:func:`to_spark`, :func:`locate_spark`). Where index builds
+run on Spark is :mod:`lakeseek.engine`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from lakeseek.spark.dataframes import locate_spark, to_spark
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,4 +33,4 @@ def register(spark: SparkSession) -> bool:
     return install(spark)
 
 
-__all__ = ["PYTHON_FORMAT", "register"]
+__all__ = ["PYTHON_FORMAT", "locate_spark", "register", "to_spark"]

@@ -9,14 +9,14 @@ reading more data files); these checks say which files are damaged and what repa
 
 from __future__ import annotations
 
+from lakeseek.commits.leases import LEASE_DIR, Leases
+from lakeseek.commits.log import IndexLog
 from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError
 from lakeseek.format.filters import read_filter_bytes
 from lakeseek.format.index_file import read_footer
 from lakeseek.format.lineage import read_lineage
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
-from lakeseek.lifecycle.leases import LEASE_DIR, Leases
-from lakeseek.lifecycle.log import IndexLog
 
 REPAIR = "`lakeseek refresh --mode full` rebuilds the index"
 

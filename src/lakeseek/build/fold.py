@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeseek.engine.runner import Runner
 from lakeseek.format import values
 from lakeseek.format.index_file import (
     FILE_ID,
@@ -31,7 +32,6 @@ from lakeseek.format.index_file import (
 from lakeseek.format.root import ColumnIndex, IndexConfig, Segment
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import storage_for
-from lakeseek.spark.runner import Runner
 
 
 def fold_deltas(

@@ -21,7 +21,7 @@ from lakeseek.exceptions import SparkJobError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from lakeseek.spark.progress import ProgressCallback
+    from lakeseek.engine.progress import ProgressCallback
 
 Engine = Literal["spark", "local"]
 
@@ -43,7 +43,7 @@ class SparkRunner:
     def run(self, label: str, tasks: list, function: Callable[..., list[dict]]) -> list[dict]:
         if not tasks:
             return []
-        from lakeseek.spark.progress import tracked
+        from lakeseek.engine.progress import tracked
 
         def run_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for batch in batches:
@@ -62,7 +62,7 @@ def runner_for(engine: Engine, spark: SparkSession | None = None, progress: Prog
         return LocalRunner()
     if engine != "spark":
         raise ValueError(f"engine must be 'spark' or 'local', not {engine!r}")
-    from lakeseek.spark.session import default_session
+    from lakeseek.engine.session import default_session
 
     return SparkRunner(spark or default_session(), progress)
 

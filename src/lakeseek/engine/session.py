@@ -15,7 +15,7 @@ def configured_builder(master: str, driver_memory: str, shuffle_partitions: int)
     """A session builder with lakeseek's settings: UI off, quiet logs, UTC, this Python for workers."""
     # Python workers must run this interpreter, which has lakeseek and pyarrow installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    log_config = resources.files("lakeseek.spark").joinpath("log4j2.properties")
+    log_config = resources.files("lakeseek.engine").joinpath("log4j2.properties")
     return (
         SparkSession.builder.master(master)
         .appName("lakeseek")

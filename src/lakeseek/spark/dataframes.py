@@ -1,45 +1,60 @@
-"""Batch lookups on Spark: a DataFrame of keys in, ``(key, file)`` pairs out.
-
-The index files are Parquet, so Spark reads the column's entries directly and joins them
-with the keys (a broadcast or shuffle join, Spark's choice) and with the live lineage.
-Files the index does not cover are read (the one column) and joined too, so the pairs are
-exact, as :meth:`lakeseek.Index.locate`'s.
-"""
+"""An index's answers as Spark DataFrames: the rows of a predicate over the candidate files
+(:func:`to_spark`), and batch lookups, a DataFrame of keys in and ``(key, file)`` pairs out
+(:func:`locate_spark`)."""
 
 from __future__ import annotations
 
 import functools
-import re
+import json
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from lakeseek.engine.paths import literal_path
+from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.format.index_file import FILE_ID, KEY
 from lakeseek.format.root import DELETED
 from lakeseek.locate import FILE
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
     from lakeseek.index import Index
 
 
-_GLOB_METACHARACTERS = re.compile(r"([\\{}\[\]*?])")
+def to_spark(index: Index, spark: SparkSession, where: str) -> DataFrame:
+    """A Spark DataFrame of the rows matching ``where``, over the index's candidate files only.
 
-
-def literal_path(uri: str) -> str:
-    """``uri`` as a path that ``spark.read.parquet`` reads as itself.
-
-    Spark expands Hadoop glob patterns in the paths it is given (``*``, ``?``, ``[...]``,
-    ``{a,b}``), so the file ``part-[1].parquet`` would name ``part-1.parquet``. A backslash
-    makes Hadoop's glob take the next character as itself (and the match found is the path
-    unescaped, so partition discovery and ``basePath`` see the real path).
+    Same rows as ``spark.read.parquet(SOURCE).where(where)`` when Spark reads the predicate
+    as lakeseek does (see :func:`lakeseek.expressions.sql.to_spark_sql`).
     """
-    return _GLOB_METACHARACTERS.sub(r"\\\1", uri)
+    from pyspark.sql.types import StructType
+
+    state = index.lake_state()
+    chosen = index.plan(where, state=state)
+    schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
+    if not chosen.files:
+        return spark.createDataFrame([], schema)
+    storage = index.storage
+    uris = [literal_path(storage.uri(f"{index.lake_root}/{path}")) for path in chosen.files]
+    # basePath is taken as it is, never as a glob pattern.
+    reader = spark.read.schema(schema).option("basePath", storage.uri(index.lake_root))
+    return reader.parquet(*uris).where(to_spark_sql(where))
 
 
-def locate_spark(index: Index, keys: DataFrame, column: str, key_column: str | None = None) -> DataFrame:
+def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_column: str | None = None) -> DataFrame:
+    """:meth:`lakeseek.Index.locate` on Spark: a DataFrame of keys in (its ``key_column``, or
+    its only column), a DataFrame of ``(key, file)`` pairs out, for key sets too large for
+    one machine. Files are URIs.
+
+    The index files are Parquet, so Spark reads the column's entries directly and joins them
+    with the keys (a broadcast or shuffle join, Spark's choice) and with the live lineage.
+    Files the index does not cover are read (the one column) and joined too, so the pairs
+    are exact, as ``locate``'s.
+    """
     from pyspark.sql import functions as F
+
+    column = index.locate_column(column)
 
     spark = keys.sparkSession
     if key_column is None:

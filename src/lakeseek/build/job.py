@@ -1,4 +1,4 @@
-"""The index-building job (the paper's Algorithm 1), run by a :mod:`~lakeseek.spark.runner`.
+"""The index-building job (the paper's Algorithm 1), run by a :mod:`~lakeseek.engine.runner`.
 
 Two stages of Arrow-native tasks (pyarrow does the per-row work; Spark's row-based sort
 and its JVM-to-Python transfer would cost several times more):
@@ -30,6 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeseek.datetimes import file_rebase, open_parquet, spark_arrow_schema
+from lakeseek.engine.paths import literal_path
+from lakeseek.engine.runner import Runner, spark_errors
 from lakeseek.evolution import IncompatibleSchemaError, distinct_schemas, match_columns, merge_schemas
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.binding import resolve_column, value_type
@@ -49,9 +51,6 @@ from lakeseek.format.values import sort_key
 from lakeseek.io import Storage, storage_for
 from lakeseek.lake import partition_fields, reading_data_files
 from lakeseek.partitions import partition_values as spark_partition_values
-from lakeseek.spark.locate import literal_path
-from lakeseek.spark.runner import Runner, spark_errors
-from lakeseek.spark.schema import lake_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -195,6 +194,8 @@ class IndexJob:
 
 def discover_lake(spark: SparkSession, storage: Storage, lake_root: str, first_file: str) -> LakeSchema:
     """The lake's schema as Spark reads it (partition types included: ``to_spark`` relies on them)."""
+    from lakeseek.engine.schema import lake_schema  # imports pyspark: only builds that start on Spark need it
+
     with spark_errors():
         spark_schema = spark.read.parquet(literal_path(storage.uri(lake_root))).schema
     partition_columns = tuple(_partition_columns(spark_schema.names, first_file))
