@@ -1,10 +1,22 @@
-"""The storage layer: every read and write lakeseek makes goes through :class:`Storage`.
+"""The storage layer: every read and write lakeseek makes goes through a :class:`Storage`.
 
-It wraps a ``pyarrow.fs.FileSystem`` and counts calls and bytes, so a lookup's cost
-(how many reads, how many bytes) is observable, and so another file system (an object
-store) plugs in here without touching the index code.
+``Storage`` is the interface (over a ``pyarrow.fs.FileSystem``, counting calls and bytes so
+a lookup's cost is observable); each backend is a module (``local.py``) registered by URI
+scheme in ``registry.py``, so another store plugs in without touching the index code.
 """
 
-from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, carrying_counters, counting, storage_for
+from lakeseek.io.local import LocalStorage
+from lakeseek.io.registry import register_storage, storage_for
+from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, carrying_counters, counting
 
-__all__ = ["FileStatus", "IOStats", "Stamp", "Storage", "carrying_counters", "counting", "storage_for"]
+__all__ = [
+    "FileStatus",
+    "IOStats",
+    "LocalStorage",
+    "Stamp",
+    "Storage",
+    "carrying_counters",
+    "counting",
+    "register_storage",
+    "storage_for",
+]

@@ -1,20 +1,15 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import stat
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import NamedTuple, TypeVar
-from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from lakeseek.exceptions import LakeseekError
+from lakeseek.exceptions import UnsupportedStorageError
 
 T = TypeVar("T")
 
@@ -43,11 +38,6 @@ class Stamp(NamedTuple):
     size: int
     mtime_ns: int
     version: str
-
-
-def local_version(status: os.stat_result) -> str:
-    """The version token of a local file: ``<inode>-<ctime in ns>``."""
-    return f"{status.st_ino}-{status.st_ctime_ns}"
 
 
 @dataclass
@@ -135,10 +125,14 @@ def carrying_counters(work: Callable[..., T]) -> Callable[..., T]:
 
 
 class Storage:
-    """Reads, lists and writes files of one file system and counts every call.
+    """The storage interface: reads, lists and writes files of one file system, and counts
+    every call (on ``stats``, and on the counters of the queries under way: ``counting``).
 
     Paths are file-system paths (no scheme), as ``pyarrow.fs`` uses them. ``fs`` is the
-    pyarrow file system itself, for pyarrow's readers of data files.
+    pyarrow file system itself, for pyarrow's readers of data files. This class implements
+    everything through ``fs`` except what a backend must provide itself: an atomic
+    ``put_if_absent``. A backend is a subclass in a module of its own (``local.py``), made
+    known to :func:`lakeseek.io.storage_for` by one ``register_storage`` line.
     """
 
     def __init__(self, fs: pafs.FileSystem, scheme: str = "file", netloc: str = "") -> None:
@@ -156,14 +150,12 @@ class Storage:
         """Data files handed to pyarrow's reader (which makes its own reads), and their sizes."""
         self._count(IOStats.add_data_files, count, nbytes)
 
-    @property
-    def is_local(self) -> bool:
-        return isinstance(self.fs, pafs.LocalFileSystem)
+    # Whether paths are local file-system paths (they are shown as they are, not as URIs).
+    is_local = False
 
     def uri(self, path: str) -> str:
-        """The URI Spark and other engines use for ``path``."""
-        if self.is_local:
-            return "file://" + path
+        """The URI Spark and other engines use for ``path``; :func:`storage_for` of it gives
+        this storage back."""
         return f"{self.scheme}://{path}"
 
     # -- metadata -------------------------------------------------------------------------
@@ -185,38 +177,10 @@ class Storage:
         files whose name ``skip_file`` accepts and directories whose name ``skip_dir``
         accepts (they are not entered). An absent directory lists as empty.
 
-        Lists the lake on every query, so it costs one pass over the entries: on local
-        storage a ``scandir`` walk and one ``stat`` per file (pyarrow's listing makes the same
-        calls but drops the inode and ctime).
+        This implementation lists through the Arrow file system, whose FileInfo carries no
+        ETag or generation: size and mtime are all the stamp has (version "").
         """
         self._count(IOStats.add_list)
-        if not self.is_local:
-            return self._walk_remote(directory, skip_dir, skip_file)
-        try:
-            top = os.stat(directory)
-        except FileNotFoundError:
-            return {}
-        found: dict[str, Stamp] = {}
-        # Each directory (as a prefix of relative paths: "" or "a/b/") with the (device, inode)
-        # of itself and of the directories above it: a symlink back to one of them would loop
-        # forever, so it is not entered.
-        pending = [("", frozenset([(top.st_dev, top.st_ino)]))]
-        is_file, is_dir = stat.S_ISREG, stat.S_ISDIR
-        while pending:
-            prefix, ancestors = pending.pop()
-            for name, info in _scan(f"{directory}/{prefix}"):
-                mode = info.st_mode
-                if is_file(mode):
-                    if not skip_file(name):
-                        found[prefix + name] = Stamp(info.st_size, info.st_mtime_ns, local_version(info))
-                elif is_dir(mode) and (info.st_dev, info.st_ino) not in ancestors and not skip_dir(name):
-                    pending.append((f"{prefix}{name}/", ancestors | {(info.st_dev, info.st_ino)}))
-        return found
-
-    def _walk_remote(
-        self, directory: str, skip_dir: Callable[[str], bool], skip_file: Callable[[str], bool]
-    ) -> dict[str, Stamp]:
-        # pyarrow's FileInfo carries no ETag or generation: size and mtime are all the stamp has.
         infos = self.fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
         skipped: dict[str, bool] = {}  # directory (relative) -> whether a directory on its path is skipped
         found = {}
@@ -253,11 +217,11 @@ class Storage:
     # -- writes ---------------------------------------------------------------------------
     def write(self, path: str, data: bytes) -> None:
         """Write a file under a name nobody else writes (unique names, not yet referenced)."""
-        self.fs.create_dir(_parent(path), recursive=True)
+        self.fs.create_dir(parent(path), recursive=True)
         try:
             stream = self.fs.open_output_stream(path)
         except FileNotFoundError:  # a cleaner removed the directory while it was still empty
-            self.fs.create_dir(_parent(path), recursive=True)
+            self.fs.create_dir(parent(path), recursive=True)
             stream = self.fs.open_output_stream(path)
         with stream as out:
             out.write(data)
@@ -267,23 +231,13 @@ class Storage:
         """Create ``path`` holding ``data`` atomically, or raise ``FileExistsError``.
 
         The one commit primitive of lakeseek: readers see either no file or the whole file,
-        and of two writers racing for the same path exactly one wins.
+        and of two writers racing for the same path exactly one wins. ``owner`` (an operation
+        id) names any temporary file the backend makes, so a crash's leftover can be vacuumed.
+        A backend that cannot do this atomically must not pretend to.
         """
-        if not self.is_local:
-            raise LakeseekError(f"atomic put-if-absent commits are not supported on {self.fs.type_name} storage yet")
-        directory = _parent(path)
-        os.makedirs(directory, exist_ok=True)
-        # Named after its owner (an operation id) so that a crash's leftover can be attributed and vacuumed.
-        temporary = os.path.join(directory, f".tmp-{owner}-{uuid.uuid4().hex}")
-        with open(temporary, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        try:
-            os.link(temporary, path)  # fails with FileExistsError when the name is taken
-        finally:
-            os.unlink(temporary)
-        self._count(IOStats.add_write, len(data))
+        raise UnsupportedStorageError(
+            f"atomic put-if-absent commits are not supported on {self.fs.type_name} storage yet"
+        )
 
     def delete_dir(self, path: str) -> None:
         self.fs.delete_dir(path)
@@ -298,64 +252,6 @@ class Storage:
         return self.fs.get_file_info(path).type == pafs.FileType.File
 
 
-# Where scandir takes an open directory, each entry's stat is relative to it (no lookup of
-# the whole path per file): about 15% off the listing every query makes.
-_SCAN_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
-
-
-def _scan(directory: str) -> Iterator[tuple[str, os.stat_result]]:
-    """The entries of a local directory with their stats, symlinks followed (as pyarrow's
-    listing and Hadoop's do). Entries removed meanwhile, broken symlinks, and a directory
-    removed meanwhile list as nothing: their files are gone."""
-    try:
-        handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY) if _SCAN_BY_FD else None
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    try:
-        with os.scandir(directory if handle is None else handle) as listing:
-            for entry in listing:
-                try:
-                    yield entry.name, entry.stat()
-                except FileNotFoundError:
-                    continue
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    finally:
-        if handle is not None:
-            os.close(handle)
-
-
-def _parent(path: str) -> str:
+def parent(path: str) -> str:
+    """The directory of a file-system path."""
     return path.rsplit("/", 1)[0] if "/" in path else "."
-
-
-def storage_for(location: str) -> tuple[Storage, str]:
-    """The storage holding ``location`` (a local path or a URI) and its file-system path."""
-    parsed = urlparse(location)
-    if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:  # one letter: a Windows drive
-        local = _file_uri_path(location) if parsed.scheme == "file" else location
-        return _local_storage(), os.path.abspath(os.path.expanduser(local)).rstrip("/") or "/"
-    fs, path = pafs.FileSystem.from_uri(location)
-    return _remote_storage(parsed.scheme, parsed.netloc, fs), path.rstrip("/")
-
-
-def _file_uri_path(location: str) -> str:
-    """The path of ``file:/p`` or ``file://host/p``, taken literally as Hadoop (and so Spark)
-    does: ``#`` and ``?`` are part of the name, not a fragment or a query."""
-    rest = location[len("file:") :]
-    return "/" + rest[2:].partition("/")[2] if rest.startswith("//") else rest
-
-
-@lru_cache(maxsize=1)
-def _local_storage() -> Storage:
-    return Storage(pafs.LocalFileSystem(), "file")
-
-
-_remote_cache: dict[tuple[str, str], Storage] = {}
-
-
-def _remote_storage(scheme: str, netloc: str, fs: pafs.FileSystem) -> Storage:
-    key = (scheme, netloc)
-    if key not in _remote_cache:
-        _remote_cache[key] = Storage(fs, scheme, netloc)
-    return _remote_cache[key]
