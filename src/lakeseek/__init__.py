@@ -25,6 +25,7 @@ from lakeseek.exceptions import (
     UnknownColumnError,
     UnsupportedColumnError,
     UnsupportedPredicateError,
+    UnsupportedStorageError,
 )
 from lakeseek.explain import Explanation
 from lakeseek.index import ColumnStatus, Index, IndexStatus, open_index
@@ -66,6 +67,7 @@ __all__ = [
     "UnknownColumnError",
     "UnsupportedColumnError",
     "UnsupportedPredicateError",
+    "UnsupportedStorageError",
     "VacuumResult",
     "__version__",
     "cancel_operations",

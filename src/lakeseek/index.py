@@ -143,7 +143,7 @@ def _default_name(storage: Storage, home: str) -> str:
 
 
 def open_index(
-    source: str, index: str | None = None, *, name: str | None = None, lake_listing: LakeListing = "per_query"
+    source: str, *, index: str | None = None, name: str | None = None, lake_listing: LakeListing = "per_query"
 ) -> Index:
     """Open the latest committed version of an index of the lake at ``source``.
 

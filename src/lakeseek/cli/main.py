@@ -148,7 +148,9 @@ def create(
     if chunk_rows is not None:
         options["chunk_rows"] = chunk_rows
     index = _with_progress(
-        lambda progress: lakeseek.create_index(source, columns, index_dir, name=name, progress=progress, **options)
+        lambda progress: lakeseek.create_index(
+            source, columns, index=index_dir, name=name, progress=progress, **options
+        )
     )
     status = index.status()
     summary = ", ".join(f"{c.name} ({c.entries:,} entries, {human_size(c.bytes)})" for c in status.columns)
@@ -176,10 +178,10 @@ def refresh(source: str, mode: str, engine: str | None, index_dir: str | None, n
     """Bring the index of SOURCE up to date with the lake."""
     import lakeseek
 
-    before = open_index(source, index_dir, name=name).version
+    before = open_index(source, index=index_dir, name=name).version
     index = _with_progress(
         lambda progress: lakeseek.refresh_index(
-            source, mode, index_dir, name=name, engine=engine or "spark", progress=progress
+            source, mode, index=index_dir, name=name, engine=engine or "spark", progress=progress
         )
     )
     _report_change(index, before)
@@ -202,9 +204,11 @@ def optimize(source: str, mode: str, engine: str | None, index_dir: str | None, 
     """Compact the index of SOURCE after incremental refreshes."""
     import lakeseek
 
-    before = open_index(source, index_dir, name=name).version
+    before = open_index(source, index=index_dir, name=name).version
     index = _with_progress(
-        lambda progress: lakeseek.optimize_index(source, mode, index_dir, name=name, engine=engine, progress=progress)
+        lambda progress: lakeseek.optimize_index(
+            source, mode, index=index_dir, name=name, engine=engine, progress=progress
+        )
     )
     _report_change(index, before)
 
@@ -218,7 +222,7 @@ def delete(source: str, index_dir: str | None, name: str | None) -> None:
     """Soft-delete the index: queries stop using it; `restore` brings it back, `vacuum` clears it."""
     import lakeseek
 
-    index = lakeseek.delete_index(source, index_dir, name=name)
+    index = lakeseek.delete_index(source, index=index_dir, name=name)
     stdout.print(f"index '{index.name}' deleted (version {index.version}); queries now scan the lake", markup=False)
 
 
@@ -231,7 +235,7 @@ def restore(source: str, index_dir: str | None, name: str | None) -> None:
     """Undo a delete."""
     import lakeseek
 
-    index = lakeseek.restore_index(source, index_dir, name=name)
+    index = lakeseek.restore_index(source, index=index_dir, name=name)
     stdout.print(f"index '{index.name}' restored (version {index.version})", markup=False)
 
 
@@ -251,7 +255,7 @@ def vacuum(source: str, retain_hours: float, index_dir: str | None, name: str | 
     """Delete index files no retained version uses, old versions, and crashed writers' leftovers."""
     import lakeseek
 
-    result = lakeseek.vacuum_index(source, index_dir, name=name, retention_hours=retain_hours)
+    result = lakeseek.vacuum_index(source, index=index_dir, name=name, retention_hours=retain_hours)
     stdout.print(
         f"deleted {result.files_deleted:,} files ({human_size(result.bytes_deleted)}), "
         f"{result.versions_deleted:,} old versions; cleared {result.operations_recovered} dead operations",
@@ -268,7 +272,7 @@ def cancel(source: str, index_dir: str | None, name: str | None) -> None:
     """Cancel running or crashed operations on the index and delete what they wrote."""
     import lakeseek
 
-    cancelled = lakeseek.cancel_operations(source, index_dir, name=name)
+    cancelled = lakeseek.cancel_operations(source, index=index_dir, name=name)
     if not cancelled:
         stdout.print("no operation in progress")
     for lease in cancelled:
@@ -286,7 +290,7 @@ def indexes(source: str, index_dir: str | None, output: str) -> None:
     """List the indexes of SOURCE: state, columns, size, staleness, segments, last operation."""
     import lakeseek
 
-    states = [index.status() for index in lakeseek.list_indexes(source, index_dir)]
+    states = [index.status() for index in lakeseek.list_indexes(source, index=index_dir)]
     if output == "json":
         sys.stdout.write(json.dumps([_status_json(s) for s in states], indent=2) + "\n")
         return
@@ -321,7 +325,7 @@ def indexes(source: str, index_dir: str | None, output: str) -> None:
 @_handled
 def query(source: str, where: str, columns: str | None, output: str, index_dir: str | None, name: str | None) -> None:
     """Print the rows of SOURCE matching --where, reading only the files the index points at."""
-    index = open_index(source, index_dir, name=name)
+    index = open_index(source, index=index_dir, name=name)
     selected = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     table = index.read(where, selected)
     _note_plan(index)
@@ -343,7 +347,7 @@ def query(source: str, where: str, columns: str | None, output: str, index_dir: 
 @_handled
 def explain(source: str, where: str, analyze: bool, index_dir: str | None, name: str | None) -> None:
     """Show how a query uses the index: columns, candidate files, reads, cost, and why not."""
-    result = open_index(source, index_dir, name=name).explain(where, analyze=analyze)
+    result = open_index(source, index=index_dir, name=name).explain(where, analyze=analyze)
     for line in result.lines():
         stdout.print(line, markup=False)
 
@@ -356,7 +360,7 @@ def explain(source: str, where: str, analyze: bool, index_dir: str | None, name:
 @_handled
 def files(source: str, where: str, index_dir: str | None, name: str | None) -> None:
     """Print the data files that may hold rows matching --where, one per line."""
-    index = open_index(source, index_dir, name=name)
+    index = open_index(source, index=index_dir, name=name)
     for path in index.files(where):
         sys.stdout.write(path + "\n")
     _note_plan(index)
@@ -370,7 +374,7 @@ def files(source: str, where: str, index_dir: str | None, name: str | None) -> N
 @_handled
 def status(source: str, index_dir: str | None, name: str | None, output: str) -> None:
     """Show an index of SOURCE: columns, segments, files covered, and what changed in the lake since."""
-    state = open_index(source, index_dir, name=name).status()
+    state = open_index(source, index=index_dir, name=name).status()
     if output == "json":
         sys.stdout.write(json.dumps(_status_json(state), indent=2) + "\n")
         return

@@ -83,9 +83,9 @@ Change = Callable[[Root], Root | None]
 def create_index(
     source: str,
     columns: list[str] | str,
+    *,
     index: str | None = None,
     spark: SparkSession | None = None,
-    *,
     name: str | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     entries_per_index_file: int = ENTRIES_PER_INDEX_FILE,
@@ -112,7 +112,7 @@ def create_index(
         # Columns only files added since the last refresh have (or a partition column that was
         # void then): the refresh indexes those files and records their schema, then the
         # columns are added like any other.
-        refresh_index(source, "incremental", index, spark, name=name, progress=progress)
+        refresh_index(source, "incremental", index=index, spark=spark, name=name, progress=progress)
     with _operation(location, "create") as op:
         if log.versions():
             root = op.transact(lambda base: _add_columns(op, base, names, runner_for("spark", spark, progress)))
@@ -221,9 +221,9 @@ def _add_columns(op: _Operation, base: Root, names: list[str], runner: Runner) -
 def refresh_index(
     source: str,
     mode: RefreshMode = "incremental",
+    *,
     index: str | None = None,
     spark: SparkSession | None = None,
-    *,
     name: str | None = None,
     engine: Engine = "spark",
     progress: ProgressCallback | None = None,
@@ -381,9 +381,9 @@ def _same_type(old: pa.Schema, new: pa.Schema, column: str) -> bool:
 def optimize_index(
     source: str,
     mode: OptimizeMode = "quick",
+    *,
     index: str | None = None,
     spark: SparkSession | None = None,
-    *,
     name: str | None = None,
     engine: Engine | None = None,
     progress: ProgressCallback | None = None,
@@ -459,12 +459,12 @@ def _optimize(op: _Operation, base: Root, mode: str, make_runner: Callable[[], R
 
 
 # -- delete, restore ------------------------------------------------------------------------
-def delete_index(source: str, index: str | None = None, *, name: str | None = None) -> Index:
+def delete_index(source: str, *, index: str | None = None, name: str | None = None) -> Index:
     """Soft-delete: queries stop using the index; ``restore`` brings it back, ``vacuum`` clears it."""
     return _set_state(source, index, name, DELETED)
 
 
-def restore_index(source: str, index: str | None = None, *, name: str | None = None) -> Index:
+def restore_index(source: str, *, index: str | None = None, name: str | None = None) -> Index:
     """Undo a ``delete``."""
     return _set_state(source, index, name, ACTIVE)
 
@@ -496,8 +496,8 @@ class VacuumResult:
 
 def vacuum_index(
     source: str,
-    index: str | None = None,
     *,
+    index: str | None = None,
     name: str | None = None,
     retention_hours: float = DEFAULT_RETENTION_HOURS,
 ) -> VacuumResult:
@@ -552,7 +552,7 @@ def vacuum_index(
     return VacuumResult(deleted, deleted_bytes, len([v for v in versions if v < min(retained)]), recovered)
 
 
-def cancel_operations(source: str, index: str | None = None, *, name: str | None = None) -> list[Lease]:
+def cancel_operations(source: str, *, index: str | None = None, name: str | None = None) -> list[Lease]:
     """Cancel every running or crashed operation on the index and delete what it wrote.
 
     A cancelled operation that is still running finds its lease gone and does not commit.
@@ -566,7 +566,7 @@ def cancel_operations(source: str, index: str | None = None, *, name: str | None
     return cancelled
 
 
-def list_indexes(source: str, index: str | None = None) -> list[Index]:
+def list_indexes(source: str, *, index: str | None = None) -> list[Index]:
     """Every committed index of the lake (deleted ones included)."""
     first = locate(source, index, DEFAULT_NAME, existing=False)
     if not first.storage.is_dir(first.lake_root):
