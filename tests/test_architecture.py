@@ -109,3 +109,20 @@ def test_the_3_10_check_finds_what_it_is_for(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text("import datetime as dt\nimport tomllib\nfrom typing import Self\nx = dt.UTC\nExceptionGroup\n")
     assert len(_newer_than_3_10(sample)) == 4
+
+
+def test_public_functions_take_options_by_keyword_only():
+    import inspect
+
+    import lakeseek
+
+    leading = {"create_index": 2, "refresh_index": 2, "optimize_index": 2}  # source, columns or mode
+    for name in ("open_index", "create_index", "refresh_index", "optimize_index", "delete_index", "restore_index"):
+        parameters = list(inspect.signature(getattr(lakeseek, name)).parameters.values())
+        positional = [p.name for p in parameters if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        assert len(positional) == leading.get(name, 1), (name, positional)
+    for name in ("vacuum_index", "cancel_operations", "list_indexes"):
+        parameters = inspect.signature(getattr(lakeseek, name)).parameters
+        assert [p for p in parameters if parameters[p].kind is not inspect.Parameter.KEYWORD_ONLY] == ["source"]
+    returned = {"Index", "IndexStatus", "ColumnStatus", "Plan", "Explanation", "VacuumResult", "__version__"}
+    assert returned <= set(lakeseek.__all__) and all(hasattr(lakeseek, name) for name in lakeseek.__all__)
