@@ -24,6 +24,7 @@ from lakeseek.exceptions import (
     SparkJobError,
     UnknownColumnError,
     UnsupportedColumnError,
+    UnsupportedLakeError,
     UnsupportedPredicateError,
     UnsupportedStorageError,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "SparkJobError",
     "UnknownColumnError",
     "UnsupportedColumnError",
+    "UnsupportedLakeError",
     "UnsupportedPredicateError",
     "UnsupportedStorageError",
     "VacuumResult",

@@ -79,3 +79,7 @@ class IncompatibleSchemaError(LakeseekError):
 
 class UnsupportedStorageError(LakeseekError):
     """The storage cannot do what lakeseek needs there (an atomic put-if-absent commit)."""
+
+
+class UnsupportedLakeError(LakeseekError):
+    """The lake is of a kind lakeseek cannot read exactly (a table format it does not support yet)."""

@@ -32,7 +32,7 @@ from lakeseek.evolution import (
     spark_schema_json,
     with_partition_types,
 )
-from lakeseek.exceptions import IndexCorruptError, LakeNotFoundError, LakeseekError
+from lakeseek.exceptions import IndexCorruptError, LakeNotFoundError, LakeseekError, UnsupportedLakeError
 from lakeseek.explain import Explanation, explanation
 from lakeseek.expressions import Predicate
 from lakeseek.expressions.arrow import read_matching
@@ -83,6 +83,7 @@ def locate(source: str, index: str | None = None, name: str | None = None, *, ex
     an existing index is chosen when the lake has just one (or one named "default").
     """
     storage, lake_root = storage_for(source)
+    _refuse_table_formats(storage, lake_root)
     if index is None:
         home = f"{lake_root}/{DEFAULT_HOME}"
     else:
@@ -104,6 +105,31 @@ def locate(source: str, index: str | None = None, name: str | None = None, *, ex
             "the index does not reference: choose another --index or --name"
         )
     return Location(storage, lake_root, home, name)
+
+
+def _refuse_table_formats(storage: Storage, lake_root: str) -> None:
+    """Read as a Parquet directory, a Delta, Hudi or Iceberg table gives the rows of files the
+    table has removed (as Spark's parquet reader does): until lakeseek reads these formats as
+    versioned sources, it refuses them rather than answer with rows the table no longer has."""
+    table_format = _table_format(storage, lake_root)
+    if table_format is not None:
+        shown = lake_root if storage.is_local else storage.uri(lake_root)
+        article = "an" if table_format[0] in "AEIOU" else "a"
+        raise UnsupportedLakeError(
+            f"{shown} is {article} {table_format} table: lakeseek does not read table formats yet, and its "
+            "directory read as plain Parquet holds files the table has removed"
+        )
+
+
+def _table_format(storage: Storage, lake_root: str) -> str | None:
+    if storage.is_dir(f"{lake_root}/_delta_log"):
+        return "Delta Lake"
+    if storage.is_dir(f"{lake_root}/.hoodie"):
+        return "Apache Hudi"
+    metadata = storage.list_files(f"{lake_root}/metadata", recursive=False)
+    if any(status.path.endswith(".metadata.json") for status in metadata):
+        return "Apache Iceberg"
+    return None
 
 
 def _check_home(lake_root: str, home: str) -> None:
