@@ -545,3 +545,14 @@ def test_these_units_import_without_pyspark():
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+@given(st.integers(-(2**31), 2**31 - 1))
+def test_civil_dates_round_trip_over_the_whole_date32_range(days):
+    from lakeseek.expressions.types import civil_from_days, date_text, days_from_civil, parse_date
+
+    assert days_from_civil(*civil_from_days(days)) == days
+    parsed = parse_date(date_text(days))
+    assert (
+        parsed.value if isinstance(parsed, pa.Scalar) else days_from_civil(parsed.year, parsed.month, parsed.day)
+    ) == days

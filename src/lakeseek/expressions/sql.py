@@ -35,7 +35,16 @@ from lakeseek.expressions import (
     Or,
     Predicate,
 )
-from lakeseek.expressions.types import exact_decimal, parse_date, parse_timestamp
+from lakeseek.expressions.types import (
+    MICROS_PER_DAY,
+    date_text,
+    epoch_days,
+    epoch_micros,
+    exact_decimal,
+    parse_date,
+    parse_timestamp,
+    timestamp_text,
+)
 
 
 class LakeseekDialect(Spark):
@@ -366,20 +375,13 @@ def _date_arithmetic(node: exp.Add | exp.Sub) -> Literal:
         raise UnsupportedPredicateError(f"unsupported interval {interval.sql()!r}: use INTERVAL n DAY|WEEK|HOUR|...")
     delta = dt.timedelta(**{_INTERVAL_UNITS[unit]: amount.value})
     delta = -delta if isinstance(node, exp.Sub) else delta
-    beyond = UnsupportedPredicateError(f"interval arithmetic on {start.value!r} (outside the years 1..9999)")
-    try:
-        if start.kind == "date" and delta % dt.timedelta(days=1) == dt.timedelta(0):
-            day = parse_date(start.value)
-            if not isinstance(day, dt.date):
-                raise beyond
-            return Literal("date", (day + delta).isoformat())
-        moment = parse_timestamp(start.value, zoned=start.kind == "timestamp")
-        if not isinstance(moment, dt.datetime):
-            raise beyond
-        kind = "timestamp_ntz" if start.kind == "timestamp_ntz" else "timestamp"
-        return Literal(kind, (moment + delta).isoformat(sep=" "))
-    except OverflowError as error:
-        raise beyond from error
+    # In numbers (days, microseconds), so that dates beyond Python's years 1..9999 take intervals too.
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if start.kind == "date" and micros % MICROS_PER_DAY == 0:
+        return Literal("date", date_text(epoch_days(parse_date(start.value)) + micros // MICROS_PER_DAY))
+    moment = parse_timestamp(start.value, zoned=start.kind == "timestamp")
+    kind = "timestamp_ntz" if start.kind == "timestamp_ntz" else "timestamp"
+    return Literal(kind, timestamp_text(epoch_micros(moment) + micros))
 
 
 def _number(text: str) -> Literal:

@@ -136,7 +136,7 @@ _TIMESTAMP_TEXT = re.compile(rf"{_DATE}(?:[ T]{_TIME})?\s*{_ZONE}?")
 # timestamps reach far beyond them (DATE '-0044-03-15', DATE '+12000-01-01').
 DateValue = dt.date | pa.Scalar
 TimestampValue = dt.datetime | pa.Scalar
-_MICROS_PER_DAY = 86_400_000_000
+MICROS_PER_DAY = 86_400_000_000
 
 
 def parse_date(text: str) -> DateValue:
@@ -178,8 +178,45 @@ def days_from_civil(year: int, month: int, day: int) -> int:
     return era * 146_097 + day_of_era - 719_468
 
 
+def civil_from_days(days: int) -> tuple[int, int, int]:
+    """The proleptic Gregorian (year, month, day) of a day number: :func:`days_from_civil` undone."""
+    shifted = days + 719_468
+    era = shifted // 146_097
+    day_of_era = shifted - era * 146_097
+    year_of_era = (day_of_era - day_of_era // 1460 + day_of_era // 36_524 - day_of_era // 146_096) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    month_index = (5 * day_of_year + 2) // 153
+    day = day_of_year - (153 * month_index + 2) // 5 + 1
+    month = month_index + 3 if month_index < 10 else month_index - 9
+    return year_of_era + era * 400 + (month <= 2), month, day
+
+
 def epoch_days(value: DateValue) -> int:
     return value.value if isinstance(value, pa.Scalar) else (value - dt.date(1970, 1, 1)).days
+
+
+def epoch_micros(value: TimestampValue) -> int:
+    """Microseconds since 1970-01-01 of a timestamp value (an aware one's instant, a naive one's
+    wall clock as if in UTC)."""
+    if isinstance(value, pa.Scalar):
+        return value.cast(pa.timestamp("us", tz=value.type.tz)).value
+    naive = value.astimezone(dt.timezone.utc).replace(tzinfo=None) if value.tzinfo else value
+    delta = naive - dt.datetime(1970, 1, 1)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def date_text(days: int) -> str:
+    """A day number as Spark writes a date: ``yyyy-mm-dd``, the year signed beyond 0..9999."""
+    year, month, day = civil_from_days(days)
+    shown = f"{year:04d}" if 0 <= year <= 9999 else f"{'-' if year < 0 else '+'}{abs(year):04d}"
+    return f"{shown}-{month:02d}-{day:02d}"
+
+
+def timestamp_text(micros: int) -> str:
+    """Microseconds since 1970-01-01 as ``yyyy-mm-dd hh:mm:ss.ffffff`` (the wall clock in UTC)."""
+    days, rest = divmod(micros, MICROS_PER_DAY)
+    seconds, fraction = divmod(rest, 1_000_000)
+    return f"{date_text(days)} {seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{fraction:06d}"
 
 
 def parse_timestamp(text: str, *, zoned: bool) -> TimestampValue:
@@ -198,7 +235,7 @@ def parse_timestamp(text: str, *, zoned: bool) -> TimestampValue:
         raise PredicateTypeError(f"'{text}' is not a valid timestamp")
     fraction = int((match["fraction"] or "")[:6].ljust(6, "0"))
     offset = _offset(match["zone"], text) if zoned else dt.timedelta(0)
-    micros = epoch_days(day) * _MICROS_PER_DAY + ((hour * 60 + minute) * 60 + second) * 1_000_000 + fraction
+    micros = epoch_days(day) * MICROS_PER_DAY + ((hour * 60 + minute) * 60 + second) * 1_000_000 + fraction
     micros -= (offset.days * 86_400 + offset.seconds) * 1_000_000
     if not -(2**63) <= micros < 2**63:
         raise PredicateTypeError(f"'{text}' is out of the timestamp range")
