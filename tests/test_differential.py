@@ -217,6 +217,9 @@ def _any_literal(name: str) -> st.SearchStrategy[str]:
 _LIKE_PATTERNS = ["a%", "a\\%", "a\\\\b", "a_", "%b", "%", "it''s", "a\\_%", "_", "%\\\\%", "é%"]
 
 
+_INTEGER_COLUMNS = ["i32", "i64", "wide", "mixed"]
+
+
 def _comparison(name: str) -> st.SearchStrategy[str]:
     column = st.just(name)
     simple = st.tuples(column, st.sampled_from(["=", "<>", "<", "<=", ">", ">="]), _literal(name)).map(" ".join)
@@ -232,6 +235,10 @@ def _comparison(name: str) -> st.SearchStrategy[str]:
         ),
         st.tuples(column, _literal(name)).map(lambda p: f"{p[0]} <=> {p[1]}"),
     ]
+    if name in _INTEGER_COLUMNS:  # one column against another, NULL-safe or not
+        others = st.sampled_from(_INTEGER_COLUMNS)
+        operators = st.sampled_from(["=", "<", "<=>", "IS DISTINCT FROM", "IS NOT DISTINCT FROM"])
+        choices.append(st.tuples(operators, others).map(lambda p: f"{name} {p[0]} {p[1]}"))
     if pa.types.is_string(TYPES[name]):
         choices.append(st.sampled_from(_LIKE_PATTERNS).map(lambda p: f"{name} LIKE '{p}'"))
     if pa.types.is_boolean(TYPES[name]):

@@ -235,10 +235,15 @@ def _null_safe(node: exp.Expr) -> Predicate:
     left, right = node.left, node.right
     if not _is_column(left):
         left, right = right, left
-    if not _is_column(left) or _is_column(right):
+    if not _is_column(left):
         raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: compare a column with a literal")
-    column, literal = _column(left), _literal(right)
-    same = IsNull(column) if literal.kind == "null" else And(Not(IsNull(column)), Comparison("=", column, literal))
+    if _is_column(right):  # both NULL, or both not NULL and equal
+        a, b = _column(left), _column(right)
+        both_null = And(IsNull(a), IsNull(b))
+        same = Or(both_null, And(And(Not(IsNull(a)), Not(IsNull(b))), ColumnComparison("=", a, b)))
+    else:
+        column, literal = _column(left), _literal(right)
+        same = IsNull(column) if literal.kind == "null" else And(Not(IsNull(column)), Comparison("=", column, literal))
     return same if isinstance(node, exp.NullSafeEQ) else Not(same)
 
 
