@@ -58,10 +58,12 @@ def _every_command_works(lake: str, spark) -> None:
 
 @pytest.mark.parametrize(
     "target",
-    ["../log/00000000000000000000", "../../../_delta_log/00000000000000000000", "/etc/hostname"],
+    ["../log/00000000000000000000", "../../../_audit_log/00000000000000000000", "/etc/hostname"],
 )
 def test_a_lease_naming_a_path_outside_never_deletes_it(lake_copy, spark, target):
-    sentinel = f"{lake_copy}/_delta_log/00000000000000000000.json"
+    # A hidden directory beside the data, as another tool's log would be (a `_delta_log` would
+    # make the lake a Delta table, which lakeseek refuses: tests/test_table_formats.py).
+    sentinel = f"{lake_copy}/_audit_log/00000000000000000000.json"
     os.makedirs(os.path.dirname(sentinel))
     with open(sentinel, "w") as out:
         out.write("{}")
@@ -276,13 +278,13 @@ def _forged(body: dict, position: int) -> bytes:
 
     if "entry" not in body:  # a lease
         key = sorted(body)[position % len(body)]
-        hostile = ["../../../_delta_log/00000000000000000000", 10**30, "soon", None, -1]
+        hostile = ["../../../_audit_log/00000000000000000000", 10**30, "soon", None, -1]
         return json.dumps(body | {key: hostile[position % len(hostile)]}).encode()
     entry = body["entry"]
     forgeries = [
         lambda e: e | {"version": e["version"] + 7},
         lambda e: e | {"lineage": {**e["lineage"], "removed": []}},
-        lambda e: json.loads(json.dumps(e).replace('"data/', '"../../../_delta_log/')),
+        lambda e: json.loads(json.dumps(e).replace('"data/', '"../../../_audit_log/')),
         lambda e: e | {"columns": {}},
         lambda e: e | {"state": "deleted"},
     ]
@@ -322,8 +324,8 @@ def _cli_one_line_or_success(*args: str) -> None:
 def test_generated_damage_never_costs_rows_files_or_a_way_out(tmp_path_factory, spark, kind, damage, position):
     root = str(tmp_path_factory.mktemp("damage") / "lake")
     _build(root, spark)
-    os.makedirs(f"{root}/_delta_log")
-    with open(f"{root}/_delta_log/00000000000000000000.json", "w") as out:
+    os.makedirs(f"{root}/_audit_log")
+    with open(f"{root}/_audit_log/00000000000000000000.json", "w") as out:
         out.write("{}")
     targets = _files_of(root, kind)
     target = targets[position % len(targets)]
