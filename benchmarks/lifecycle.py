@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 import lakeseek
 from lakeseek.engine.session import default_session
+from lakeseek.caches import clear_cache
 from measure import COLUMNS, benchmark_lake, lake_parser, say, timed_lookups
 
 
@@ -106,17 +107,21 @@ class _Appender:
         return path
 
 
+def _cold(lake: Path) -> lakeseek.Index:
+    """A new handle, with nothing any handle of this process read kept."""
+    clear_cache()
+    return lakeseek.open_index(str(lake))
+
+
 def _lookups(lake: Path, values: list[int]) -> dict:
     """Reads and latency of record_id lookups: cold (new Index each) and warm (one Index)."""
     stats = lakeseek.open_index(str(lake)).storage.stats
-    cold, cold_reads = timed_lookups(
-        values[:30], lambda value: lakeseek.open_index(str(lake)).files(f"record_id = {value}"), stats
-    )
+    cold, cold_reads = timed_lookups(values[:30], lambda value: _cold(lake).files(f"record_id = {value}"), stats)
     index = lakeseek.open_index(str(lake), lake_listing="once")
     for value in values:  # every footer loaded once: warm means root and footers cached
         index.files(f"record_id = {value}")
     warm, warm_reads = timed_lookups(values * 2, lambda value: index.files(f"record_id = {value}"), stats)
-    segments = max(len(c.segments) for c in index.root.columns.values())
+    segments = index.root.content.segments
     measured = {
         "segments": segments,
         "cold_reads_mean": statistics.mean(cold_reads),

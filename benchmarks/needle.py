@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 import lakeseek
 from lakeseek.engine.session import default_session
+from lakeseek.caches import clear_cache
 from lakeseek.spark import to_spark
 from measure import COLUMNS, benchmark_lake, lake_parser, say, timed, timed_lookups
 
@@ -87,12 +88,16 @@ def _some_file(lake: Path, rng: random.Random | None = None) -> Path:
     return files[rng.randrange(len(files))] if rng else files[0]
 
 
+def _cold(lake: Path) -> lakeseek.Index:
+    """A new handle, with nothing any handle of this process read kept."""
+    clear_cache()
+    return lakeseek.open_index(str(lake))
+
+
 def _files_latency(lake: Path, values: list[int]) -> dict:
     """files() latency: cold (a new Index per lookup: root, footer and chunk are read) and warm."""
     stats = lakeseek.open_index(str(lake)).storage.stats
-    cold, cold_reads = timed_lookups(
-        values[:50], lambda value: lakeseek.open_index(str(lake)).files(f"record_id = {value}"), stats
-    )
+    cold, cold_reads = timed_lookups(values[:50], lambda value: _cold(lake).files(f"record_id = {value}"), stats)
     index = lakeseek.open_index(str(lake))
     for value in values[:20]:  # load every footer once: warm means root and footers cached
         index.files(f"record_id = {value}")

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
-from lakeseek.lake import is_hidden
+from lakeseek.sources.directory import is_hidden
 
 UTC = dt.timezone.utc
 NAMES = [
@@ -273,11 +273,12 @@ def restamp_indexes(lake: str) -> None:
     from lakeseek.commits.log import decode_entry, encode_entry
     from lakeseek.format.lineage import Lineage, read_lineage, write_lineage
     from lakeseek.format.root import LineagePart, Root
-    from lakeseek.io import storage_for
-    from lakeseek.lake import list_data_files
+    from lakeseek.kinds import decode_content
+    from lakeseek.sources import open_source
 
-    storage, root = storage_for(lake)
-    stamps = list_data_files(storage, root)
+    source = open_source(lake)
+    storage, root = source.storage, source.root
+    stamps = source.snapshot().files
     rewritten: dict[str, str] = {}  # manifest path -> the path of its restamped copy
 
     def restamped(index_dir: str, part: LineagePart | None) -> LineagePart | None:
@@ -302,7 +303,8 @@ def restamp_indexes(lake: str) -> None:
     for entry in sorted(glob.glob(f"{root}/_lakeseek/*/log/*.json")):
         index_dir = entry.rsplit("/log/", 1)[0]
         with open(entry, "rb") as f:
-            version = Root.from_json(decode_entry(f.read(), entry))
+            body = decode_entry(f.read(), entry)
+        version = Root.from_json(body, decode_content)
         lineage = version.lineage
         lineage = dataclasses.replace(
             lineage,
@@ -310,7 +312,7 @@ def restamp_indexes(lake: str) -> None:
             pending=restamped(index_dir, lineage.pending),
         )
         with open(entry, "wb") as f:
-            f.write(encode_entry(dataclasses.replace(version, lineage=lineage).to_json()))
+            f.write(encode_entry({**body, **dataclasses.replace(version, lineage=lineage).to_json()}))
     for old, new in rewritten.items():
         if old != new:
             os.remove(old)

@@ -289,3 +289,21 @@ def test_tables_print_text_as_it_is_never_as_markup(tmp_path, spark):
     assert [line.split()[1] for line in result.stdout.splitlines()[1:]] == names
     status = _run("status", lake)
     assert "timestamp[us, tz=UTC]" in status.stdout, status.stdout
+
+
+def test_history_says_what_each_version_changed(lake_copy):
+    extra = f"{lake_copy}/extra.parquet"
+    shutil.copy(data_files(lake_copy)[0], extra)
+    assert _run("refresh", lake_copy, "--mode", "quick").exit_code == 0
+    os.remove(extra)
+    assert _run("refresh", lake_copy, "--mode", "incremental", "--engine", "local").exit_code == 0
+    table = _run("history", lake_copy)
+    assert table.exit_code == 0, table.output
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == ["version", "committed", "operation", "actions"]
+    assert [line.split()[0] for line in lines[1:]] == ["0", "1", "2"]
+    assert "refresh quick" in lines[2] and "record_files files=1" in lines[2]
+    assert "record_files files=0" in lines[3]  # the recorded file is gone: nothing left to read
+    entries = json.loads(_run("history", lake_copy, "--since", "1", "--format", "json").stdout)
+    assert [(e["version"], e["operation"]) for e in entries] == [(2, "refresh incremental")]
+    assert entries[0]["actions"] == [{"action": "record_files", "files": 0}]

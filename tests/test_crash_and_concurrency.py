@@ -124,7 +124,7 @@ def test_concurrent_writers(lake_copy):
     races = sum(text.count("lost the race") for text in errors)
     assert races > 0, "the writers never raced: the test proves nothing"
     final = lakeseek.refresh_index(lake_copy, "incremental", engine="local")
-    lineage = final.reader.lineage()
+    lineage = final.lineage()
     assert len(set(lineage.paths)) == len(lineage.paths) == len(data_files(lake_copy)) == len(stable) + 24
     assert final.version > original.version and checks > 0
     assert_exact(lake_copy, rng)

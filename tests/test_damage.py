@@ -229,13 +229,13 @@ PREDICATES = ["id = 5", "id = 620", "name = 'alice'", "id BETWEEN 100 AND 140", 
 
 def _build(root: str, spark) -> None:
     """A small indexed lake whose index has every kind of file: several log entries, a
-    lineage manifest, delta index files with their filter file, and a dead lease."""
-    from lakeseek.lifecycle import operations
+    lineage manifest, increment index files with their filter file, and a dead lease."""
+    from lakeseek.operations import protocol
     from tests.lakes import make_typed_lake, typed_rows, write_file
 
     make_typed_lake(root, files_per_region=1, rows_per_file=150)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(operations, "INLINE_LINEAGE_MAX_FILES", 0)  # manifests, not inline lineage
+        patch.setattr(protocol, "INLINE_LINEAGE_MAX_FILES", 0)  # manifests, not inline lineage
         lakeseek.create_index(root, ["id", "name"], spark=spark, chunk_rows=32)
         import random
 
@@ -247,8 +247,10 @@ def _build(root: str, spark) -> None:
 
 def _files_of(root: str, kind: str) -> list[str]:
     home = f"{root}/{INDEX}"
-    folder = {"log": "log", "index": "data", "lineage": "lineage", "filters": "filters", "lease": "_leases"}[kind]
+    folder = {"log": "log", "index": "data", "lineage": "lineage", "filters": "data", "lease": "_leases"}[kind]
     found = [os.path.join(d, f) for d, _, names in os.walk(f"{home}/{folder}") for f in names]
+    if folder == "data":  # the increment filter file lives among the index files of its operation
+        found = [path for path in found if os.path.basename(path).startswith("filters-") == (kind == "filters")]
     return sorted(path for path in found if not os.path.basename(path).startswith(".tmp-"))
 
 
@@ -285,7 +287,7 @@ def _forged(body: dict, position: int) -> bytes:
         lambda e: e | {"version": e["version"] + 7},
         lambda e: e | {"lineage": {**e["lineage"], "removed": []}},
         lambda e: json.loads(json.dumps(e).replace('"data/', '"../../../_audit_log/')),
-        lambda e: e | {"columns": {}},
+        lambda e: e | {"index": {**e["index"], "columns": {}}},
         lambda e: e | {"state": "deleted"},
     ]
     return encode_entry(forgeries[position % len(forgeries)](entry))

@@ -20,14 +20,9 @@ import lakeseek
 import lakeseek.spark
 from lakeseek.expressions import Comparison, Literal
 from lakeseek.spark import PYTHON_FORMAT
-from lakeseek.spark.datasource import (
-    LakeseekDataSource,
-    LakeseekPartition,
-    ScanSettings,
-    pack,
-    parse_bytes,
-    usable,
-)
+from lakeseek.spark.datasource import LakeseekDataSource
+from lakeseek.spark.filters import usable
+from lakeseek.spark.scan import LakeseekPartition, ScanSettings, pack, parse_bytes
 from tests.lakes import all_rows, copy_lake, data_files, region_dir, restamp_indexes, typed_rows, write_file
 
 pytestmark = pytest.mark.spark

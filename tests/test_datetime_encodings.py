@@ -21,9 +21,9 @@ from pyspark.sql import functions as F
 
 import lakeseek
 import lakeseek.spark
-from lakeseek.datetimes import rebase_julian_days, rebase_julian_micros
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.sql import to_spark_sql
+from lakeseek.lake.datetimes import rebase_julian_days, rebase_julian_micros
 from lakeseek.spark import PYTHON_FORMAT, to_spark
 
 pytestmark = pytest.mark.spark
@@ -385,15 +385,15 @@ def test_dates_and_timestamps_beyond_years_1_to_9999_are_indexed(registered, tmp
     pq.write_table(_far_table(30, 10, 3), f"{path}/part-3.parquet")
     lakeseek.refresh_index(path, "incremental", engine="local")
     index = lakeseek.open_index(path)
-    assert index.status().is_fresh and index.root.segments == 2
+    assert index.status().is_fresh and index.root.content.segments == 2
     for where in FAR_PREDICATES:
         expected = _expected(registered, path, where)
         assert _arrow_rows(index.read(where)) == _spark_rows(expected), where
         holding = {_path(r[0]) for r in expected.select(F.input_file_name()).distinct().collect()}
         assert holding <= set(index.files(where)), where
         assert _spark_rows(to_spark(index, registered, where)) == _spark_rows(expected), where
-    # Every key is in the index (main and delta segment), whatever its year.
-    entries = index.reader.point_entries("d", pa.array(FAR_DAYS, pa.int32()).cast(pa.date32()))
+    # Every key is in the index (main and increment), whatever its year.
+    entries = index.kind_reader.point_entries("d", pa.array(FAR_DAYS, pa.int32()).cast(pa.date32()))
     assert sorted(set(entries.column("key").cast(pa.int32()).to_pylist())) == FAR_DAYS
     found = index.locate([dt.date(1, 1, 1), dt.date(1970, 1, 1), dt.date(9999, 12, 31)], column="d")
     holding = registered.read.parquet(path).where("d IN (DATE '0001-01-01', DATE '1970-01-01', DATE '9999-12-31')")

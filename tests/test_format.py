@@ -12,8 +12,8 @@ import pytest
 
 from lakeseek.exceptions import CommitFailedError, IndexCorruptError
 from lakeseek.format import values
-from lakeseek.format.index_file import IndexFileInfo, read_chunk, read_footer, write_index_file
 from lakeseek.io import storage_for
+from lakeseek.kinds.sorted_index.index_file import IndexFileInfo, read_chunk, read_footer, write_index_file
 
 
 def _batches(keys, ids, size=3):
@@ -148,12 +148,13 @@ def test_lineage_manifests_are_bound_by_checksum_and_size(tmp_path):
         read_lineage(storage, f"{root}/{first_name}")
 
 
-def test_delta_filter_files_are_bound_by_checksum_and_size(tmp_path):
-    from lakeseek.format.filters import read_filter_bytes, write_filters
+def test_increment_filter_files_are_bound_by_checksum_and_size(tmp_path):
+    from lakeseek.kinds.base import OperationFiles
+    from lakeseek.kinds.sorted_index.filters import read_filter_bytes, write_filters
 
     storage, root = storage_for(str(tmp_path))
-    older = write_filters(storage, root, "op1", {"data/op1/a.parquet": b"\x01" * 16})
-    newer = write_filters(storage, root, "op2", {"data/op2/b.parquet": b"\x02" * 16})
+    older = write_filters(OperationFiles(storage, root, "op1"), {"data/op1/a.parquet": b"\x01" * 16})
+    newer = write_filters(OperationFiles(storage, root, "op2"), {"data/op2/b.parquet": b"\x02" * 16})
     assert older.size == Path(root, older.path).stat().st_size
     assert read_filter_bytes(storage, f"{root}/{newer.path}") == {"data/op2/b.parquet": b"\x02" * 16}
     Path(root, newer.path).write_bytes(Path(root, older.path).read_bytes())

@@ -84,11 +84,11 @@ def test_listing_once_reuses_the_first_listing(lake_copy):
 def test_large_lakes_keep_the_lineage_in_a_manifest(tmp_path, typed_lake, spark, monkeypatch):
     import shutil
 
-    from lakeseek.lifecycle import operations
+    from lakeseek.operations import protocol
 
     lake = str(tmp_path / "lake")
     shutil.copytree(typed_lake, lake, ignore=shutil.ignore_patterns("_lakeseek"))
-    monkeypatch.setattr(operations, "INLINE_LINEAGE_MAX_FILES", 3)
+    monkeypatch.setattr(protocol, "INLINE_LINEAGE_MAX_FILES", 3)
     lakeseek.create_index(lake, ["id", "name"], spark=spark)
     index = lakeseek.open_index(lake)
     (part,) = index.root.lineage.parts
@@ -158,11 +158,11 @@ def test_a_rewrite_keeping_size_and_mtime_is_detected(tmp_path, spark, rewrite):
 
 # -- lineage manifests bound to the root that names them -------------------------------------------
 def test_an_older_manifest_in_place_of_the_newer_one_falls_back_to_a_scan(tmp_path, typed_lake, spark, monkeypatch):
-    from lakeseek.lifecycle import operations
+    from lakeseek.operations import protocol
 
     lake = str(tmp_path / "lake")
     shutil.copytree(typed_lake, lake, ignore=shutil.ignore_patterns("_lakeseek"))
-    monkeypatch.setattr(operations, "INLINE_LINEAGE_MAX_FILES", 0)  # every lineage part a manifest
+    monkeypatch.setattr(protocol, "INLINE_LINEAGE_MAX_FILES", 0)  # every lineage part a manifest
     older = lakeseek.create_index(lake, ["id", "name"], spark=spark)
     os.remove(data_files(lake)[0])  # the full refresh numbers the files anew: ids shift by one
     newer = lakeseek.refresh_index(lake, "full", engine="local")
@@ -180,53 +180,8 @@ def test_an_older_manifest_in_place_of_the_newer_one_falls_back_to_a_scan(tmp_pa
     assert not plan.index_used and "lineage" in plan.reason, plan.reason
 
 
-def test_date_and_timestamp_blooms_written_before_format_5_are_not_used(lake_copy):
-    """Format 5 hashes date and timestamp keys as numbers: bloom filters of a root of an
-    earlier format (which hashed them as text) are never asked, by it or by roots built on it."""
-    from lakeseek.commits.log import IndexLog, decode_entry, encode_entry
-
-    log = IndexLog(lakeseek.open_index(lake_copy).storage, f"{lake_copy}/_lakeseek/default")
-    entry = f"{lake_copy}/_lakeseek/default/log/{log.versions()[-1]:020d}.json"
-    with open(entry, "rb") as f:
-        body = decode_entry(f.read(), entry)
-    body["format_version"] = 4
-    with open(entry, "wb") as f:
-        f.write(encode_entry(body))
-    rows = [{k: v for k, v in row.items() if k != "region"} for row in typed_rows(random.Random(5), 10_000, 5)]
-    write_file(f"{lake_copy}/{region_dir('east')}/late.parquet", rows)
-    index = lakeseek.refresh_index(lake_copy, "incremental", engine="local")
-    assert index.root.legacy_temporal_blooms and index.root.segments == 2
-    reader = index.reader
-    assert not reader._blooms_usable(index.root.columns["day"]) and not reader._blooms_usable(index.root.columns["ts"])
-    assert reader._blooms_usable(index.root.columns["id"])
-    for row in rows[:2]:
-        where = to_sql(("=", "day", row["day"]))
-        assert ids(index.read(where)) == ids(matching(all_rows(lake_copy), ("=", "day", row["day"]))), where
-
-
-def test_an_index_written_before_format_3_reads_every_file_until_refreshed(lake_copy):
-    from lakeseek.commits.log import decode_entry, encode_entry
-
-    entry = f"{lake_copy}/_lakeseek/default/log/{0:020d}.json"
-    with open(entry, "rb") as f:
-        body = decode_entry(f.read(), entry)
-    body["format_version"] = 2  # format 2 recorded (size, mtime) and no version token
-    for part in body["lineage"]["parts"]:
-        del part["inline"]["versions"]
-    with open(entry, "wb") as f:
-        f.write(encode_entry(body))
-    index = lakeseek.open_index(lake_copy)
-    assert len(index.status().changed_files) == len(data_files(lake_copy))  # nothing vouches for them
-    _assert_exact(lake_copy)
-    lakeseek.refresh_index(lake_copy, "incremental", engine="local")
-    index = lakeseek.open_index(lake_copy)
-    assert index.status().is_fresh and index.plan("id = 5").index_used
-    _assert_exact(lake_copy)
-
-
 def test_the_listing_follows_spark(tmp_path):
-    from lakeseek.io import storage_for
-    from lakeseek.lake import list_data_files
+    from lakeseek.sources import open_source
 
     lake = tmp_path / "lake"
     for relative in ("a.parquet", "p=1/b.parquet", "_p=2/c.parquet", "_hidden/d.parquet", ".x/e.parquet", "_f"):
@@ -237,8 +192,8 @@ def test_the_listing_follows_spark(tmp_path):
     os.symlink(tmp_path / "elsewhere", lake / "linked")  # followed, as Spark and pyarrow do
     os.symlink(lake / "missing", lake / "broken.parquet")  # skipped
     os.symlink(lake, lake / "p=1" / "loop")  # a cycle ends
-    storage, root = storage_for(str(lake))
-    listed = list_data_files(storage, root)
+    source = open_source(str(lake))
+    listed = source.snapshot().files
     assert sorted(listed) == ["_p=2/c.parquet", "a.parquet", "linked/g.parquet", "p=1/b.parquet"]
     assert listed["linked/g.parquet"].size == 5
 
@@ -246,6 +201,6 @@ def test_the_listing_follows_spark(tmp_path):
     before = os.stat(target)
     target.write_bytes(b"5678")  # same size, and the old times set back
     os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
-    after = list_data_files(storage, root)["a.parquet"]
+    after = source.snapshot().files["a.parquet"]
     assert (after.size, after.mtime_ns) == (listed["a.parquet"].size, listed["a.parquet"].mtime_ns)
     assert after != listed["a.parquet"]

@@ -35,8 +35,8 @@ from hypothesis.control import currently_in_test_context
 
 import lakeseek
 from lakeseek.exceptions import LakeseekError
-from lakeseek.lifecycle import operations
-from lakeseek.lookup import KeyRange
+from lakeseek.kinds.sorted_index.reader import KeyRange
+from lakeseek.operations import protocol as operations
 from tests.lakes import data_files, evaluate, to_sql
 
 pytestmark = pytest.mark.spark
@@ -371,14 +371,14 @@ class History:
         """Every column of the latest version has entries for every indexed file holding rows."""
         if index.root.state != "active":
             return
-        lineage = index.reader.lineage()
+        lineage = index.lineage()
         assert len(set(lineage.paths)) == len(lineage.paths), "a file is indexed twice"
         state = index.lake_state()
         holding = {self._rel(row["__file"]) for row in rows}
         indexed = {file_id for file_id, path in state.indexed.items() if path in holding}
         for column in index.columns:
-            entries = index.reader.range_entries(column, KeyRange())
-            nulls = index.reader.point_entries(column, [None])
+            entries = index.kind_reader.range_entries(column, KeyRange())
+            nulls = index.kind_reader.point_entries(column, [None])
             covered = set(entries.column("file_id").to_pylist()) | set(nulls.column("file_id").to_pylist())
             uncovered = sorted(state.indexed[i] for i in indexed - covered)
             assert not uncovered, f"column {column} does not cover indexed files {uncovered}"

@@ -1,5 +1,5 @@
 """Index files are named one way by every operation (docs/format.md): ``data/<operation>/c<n>-<uuid>.parquet``,
-whatever the column's name."""
+whatever the column's name (and the increment filter file ``data/<operation>/filters-<crc32>-<size>.parquet``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import lakeseek
 
 pytestmark = pytest.mark.spark
 
-INDEX_FILE = re.compile(r"data/[0-9a-f]{32}/c[0-9]+-[0-9a-f]{32}\.parquet")
+INDEX_FILE = re.compile(r"data/[0-9a-f]{32}/(c[0-9]+-[0-9a-f]{32}|filters-[0-9a-f]{8}-[0-9]+)\.parquet")
 LONG_NAME = "x" * 200  # as hex (the former name of folded files) past a 255-byte file name
 
 
@@ -35,7 +35,7 @@ def test_every_operation_names_index_files_alike(spark, tmp_path):
         lakeseek.refresh_index(lake, "incremental", engine="local")
     lakeseek.optimize_index(lake, "quick")
     index = lakeseek.optimize_index(lake, "full")
-    assert index.root.segments == 1
+    assert index.root.content.segments == 1
     names = _index_files(lake)
     assert names and [name for name in names if not INDEX_FILE.fullmatch(name)] == []
     assert index.read(f"{LONG_NAME} = 'w'").num_rows == 2 and index.read("id = 103").num_rows == 1

@@ -1,5 +1,7 @@
 """Each query counts its own storage calls: ``explain`` on handles used by many threads at once
-reports what a lone run reports (the counters are per query, not one global tally)."""
+reports what a lone run reports (the counters are per query, not one global tally), while the
+handles share what they learned (footers, the lineage): a query on a new handle reads only
+what no handle read before."""
 
 from __future__ import annotations
 
@@ -8,23 +10,27 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import lakeseek
+from lakeseek.caches import clear_cache
 from lakeseek.io import counting, storage_for
 
 pytestmark = pytest.mark.spark  # the lake's index is built with Spark
 
 
-def _cold_reads(lake: str, where: str) -> tuple[int, int]:
-    explanation = lakeseek.open_index(lake).explain(where)  # a new handle: nothing cached
+def _reads(lake: str, where: str) -> tuple[int, int]:
+    explanation = lakeseek.open_index(lake).explain(where)  # a new handle, on the shared caches
     return explanation.index_reads, explanation.index_bytes
 
 
 def test_concurrent_queries_count_their_own_reads(typed_lake):
     wheres = ["id = 5", "id = 77", "name = 'bob'", "id IN (1, 2, 3, 4, 5, 6, 7, 8, 9)"]
-    alone = {where: _cold_reads(typed_lake, where) for where in wheres}
+    clear_cache()
+    cold = {where: _reads(typed_lake, where) for where in wheres}  # footers read, and kept for every handle
+    alone = {where: _reads(typed_lake, where) for where in wheres}  # chunks only: they are not kept
     assert all(reads > 0 for reads, _ in alone.values()), alone
+    assert sum(reads for reads, _ in cold.values()) > sum(reads for reads, _ in alone.values()), (cold, alone)
     work = wheres * 8
     with ThreadPoolExecutor(8) as pool:
-        together = list(pool.map(lambda where: _cold_reads(typed_lake, where), work))
+        together = list(pool.map(lambda where: _reads(typed_lake, where), work))
     assert together == [alone[where] for where in work]
 
 

@@ -83,7 +83,7 @@ def test_random_changes_and_operations_stay_exact(lake_copy, spark, seed):
             operation, mode = "restore", None
         _apply(lake_copy, operation, mode, spark)
         index = assert_exact(lake_copy, rng)
-        lineage = index.reader.lineage()
+        lineage = index.lineage()
         assert len(set(lineage.paths)) == len(lineage.paths), "a file is indexed twice"
         assert not set(lineage.ids) & index.root.lineage.removed
 
@@ -92,12 +92,12 @@ def test_incremental_refresh_adds_a_segment_and_tombstones(lake_copy):
     rng = random.Random(1)
     changer = LakeChanger(lake_copy, rng)
     before = lakeseek.open_index(lake_copy)
-    main_files = {f.path for f in before.root.columns["id"].files}
+    main_files = {f.path for f in before.root.content.indexes["id"].files}
     changer.append()
     removed = changer.remove()
     changer.rewrite()
     after = lakeseek.refresh_index(lake_copy, "incremental", engine="local")
-    segments = after.root.columns["id"].segments
+    segments = after.root.content.indexes["id"].segments
     assert len(segments) == 2 and {f.path for f in segments[0].files} == main_files  # not rewritten
     assert len(after.root.lineage.removed) == 2  # the removed and the rewritten file
     assert after.status().is_fresh and removed
@@ -113,7 +113,7 @@ def test_quick_refresh_records_files_for_hybrid_scan(lake_copy):
     index = lakeseek.refresh_index(lake_copy, "quick")
     state = index.lake_state()
     assert os.path.relpath(added, lake_copy) in state.recorded and not state.new
-    assert index.root.segments == 1  # nothing indexed
+    assert index.root.content.segments == 1  # nothing indexed
     assert_exact(lake_copy, rng)
     indexed = lakeseek.refresh_index(lake_copy, "incremental", engine="local")
     assert indexed.lake_state().is_fresh and indexed.root.lineage.pending is None
@@ -123,18 +123,18 @@ def test_quick_refresh_records_files_for_hybrid_scan(lake_copy):
 def test_optimize_folds_segments_back(lake_copy, spark):
     rng = random.Random(3)
     changer = LakeChanger(lake_copy, rng)
-    original = lakeseek.open_index(lake_copy).root.columns["id"].segments[0].files
+    original = lakeseek.open_index(lake_copy).root.content.indexes["id"].segments[0].files
     for _ in range(3):
         changer.append()
         lakeseek.refresh_index(lake_copy, "incremental", engine="local")
     changer.remove()
     lakeseek.refresh_index(lake_copy, "incremental", engine="local")
-    assert lakeseek.open_index(lake_copy).root.columns["id"].segments.__len__() == 4
+    assert len(lakeseek.open_index(lake_copy).root.content.indexes["id"].segments) == 4
     quick = lakeseek.optimize_index(lake_copy, "quick")
-    assert len(quick.root.columns["id"].segments) == 2
+    assert len(quick.root.content.indexes["id"].segments) == 2
     assert_exact(lake_copy, rng)
     full = lakeseek.optimize_index(lake_copy, "full", spark=spark)
-    column = full.root.columns["id"]
+    column = full.root.content.indexes["id"]
     assert len(column.segments) == 1 and not full.root.lineage.removed and len(full.root.lineage.parts) == 1
     # Algorithm 2: ranges that received no new ids and lost no files keep their index files.
     kept = {f.path for f in original} & {f.path for f in column.files}
@@ -200,7 +200,7 @@ def test_a_dead_operation_is_recovered_by_the_next(lake_copy):
 
 
 def test_cancel_stops_an_operation_before_it_commits(lake_copy, monkeypatch):
-    from lakeseek.build import job as build
+    from lakeseek.kinds.sorted_index import build
 
     real = build.IndexJob.run
     cancelled = []
@@ -228,9 +228,9 @@ def test_optimize_rebases_over_a_refresh_that_committed_first(lake_copy, monkeyp
     for _ in range(2):
         changer.append()
         lakeseek.refresh_index(lake_copy, "incremental", engine="local")
-    from lakeseek.build import fold
+    import lakeseek.kinds.sorted_index as sorted_kind
 
-    real = fold.merge_deltas
+    real = sorted_kind.merge_increments
     raced = []
 
     def merge_while_another_refreshes(*args, **kwargs):
@@ -239,10 +239,10 @@ def test_optimize_rebases_over_a_refresh_that_committed_first(lake_copy, monkeyp
             lakeseek.refresh_index(lake_copy, "incremental", engine="local")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(fold, "merge_deltas", merge_while_another_refreshes)
+    monkeypatch.setattr(sorted_kind, "merge_increments", merge_while_another_refreshes)
     optimized = lakeseek.optimize_index(lake_copy, "quick")
     assert optimized.root.operation == "optimize quick" and optimized.version == 4
-    assert len(optimized.root.columns["id"].segments) == 3  # main, merged, and the racing refresh's delta
+    assert len(optimized.root.content.indexes["id"].segments) == 3  # main, merged, and the racing refresh's
     assert optimized.lake_state().is_fresh
     assert_exact(lake_copy, rng)
 
@@ -251,7 +251,7 @@ def test_refresh_redoes_its_work_when_another_refresh_won(lake_copy, monkeypatch
     rng = random.Random(9)
     changer = LakeChanger(lake_copy, rng)
     changer.append()
-    from lakeseek.build import job as build
+    from lakeseek.kinds.sorted_index import build
 
     real = build.IndexJob.run
     raced = []
@@ -265,7 +265,7 @@ def test_refresh_redoes_its_work_when_another_refresh_won(lake_copy, monkeypatch
     monkeypatch.setattr(build.IndexJob, "run", run_while_another_refreshes)
     changer.append()
     index = lakeseek.refresh_index(lake_copy, "incremental", engine="local")
-    lineage = index.reader.lineage()
+    lineage = index.lineage()
     assert len(set(lineage.paths)) == len(lineage.paths) == len(data_files(lake_copy))
     assert index.lake_state().is_fresh
     assert_exact(lake_copy, rng)
@@ -281,7 +281,7 @@ def test_snapshot_readers_survive_optimize_and_vacuum(lake_copy):
     second = changer.append()
     lakeseek.refresh_index(lake_copy, "incremental", engine="local")
     optimized = lakeseek.optimize_index(lake_copy, "full", engine="local")
-    # The reader's version needs index files the latest one dropped: the delta of ``first``,
+    # The reader's version needs index files the latest one dropped: the increment of ``first``,
     # folded into the main index, and the main index file that took its ids.
     dropped = reader.root.referenced_paths() - optimized.root.referenced_paths()
     assert {path for path in dropped if path.startswith("data/")}, dropped
@@ -295,43 +295,44 @@ def test_snapshot_readers_survive_optimize_and_vacuum(lake_copy):
     assert reader.plan("code = 7").index_used
 
 
-def _interleaved_deltas(lake: str, count: int) -> None:
-    """``count`` incremental refreshes, each adding ids j, j+97, j+194... < 1800: every delta's key
-    range spans the main index's, and id 1050 (1050 % 97 = 80) is in none of them."""
+def _interleaved_increments(lake: str, count: int) -> None:
+    """``count`` incremental refreshes, each adding ids j, j+97, j+194... < 1800: every increment's
+    key range spans the main index's, and id 1050 (1050 % 97 = 80) is in none of them."""
     rng = random.Random(11)
     for j in range(count):
         rows = typed_rows(rng, 0, 1800 // 97)
         for n, row in enumerate(rows):
             row["id"] = j + 97 * n
-        write_file(f"{lake}/region=east/delta-{j}.parquet", rows)
+        write_file(f"{lake}/region=east/increment-{j}.parquet", rows)
         lakeseek.refresh_index(lake, "incremental", engine="local")
 
 
-def test_delta_filters_keep_cold_lookups_cheap(lake_copy):
-    _interleaved_deltas(lake_copy, 6)
+def test_increment_filters_keep_cold_lookups_cheap(lake_copy):
+    _interleaved_increments(lake_copy, 6)
     index = lakeseek.open_index(lake_copy)
-    assert index.root.columns["id"].segments.__len__() == 7 and index.root.delta_filters is not None
+    content = index.root.content
+    assert len(content.indexes["id"].segments) == 7 and content.increment_filters is not None
     stats = index.storage.stats
     before = stats.snapshot()["reads"]
     assert len(index.files("id = 1050")) == 1
-    # main footer and chunk, and the delta filter file: no delta footer or chunk
+    # main footer and chunk, and the increment filter file: no increment's footer or chunk
     assert stats.snapshot()["reads"] - before == 3
     before = stats.snapshot()["reads"]
-    assert len(index.files("id = 194")) == 2  # in the main index and in delta 0
-    # another main index file (footer and chunk), and delta 0's footer and chunk: still no other delta's
+    assert len(index.files("id = 194")) == 2  # in the main index and in increment 0
+    # another main index file (footer and chunk), and increment 0's footer and chunk: no other increment's
     assert stats.snapshot()["reads"] - before == 4
     assert_exact(lake_copy, random.Random(12))
     optimized = lakeseek.optimize_index(lake_copy, "full", engine="local")
-    assert optimized.root.delta_filters is None
+    assert optimized.root.content.increment_filters is None
 
 
-def test_damaged_delta_filters_fall_back_to_a_scan(lake_copy):
-    _interleaved_deltas(lake_copy, 2)
+def test_damaged_increment_filters_fall_back_to_a_scan(lake_copy):
+    _interleaved_increments(lake_copy, 2)
     index = lakeseek.open_index(lake_copy)
-    with open(f"{index.index_dir}/{index.root.delta_filters.path}", "r+b") as f:
+    with open(f"{index.index_dir}/{index.root.content.increment_filters.path}", "r+b") as f:
         f.truncate(20)
     plan = lakeseek.open_index(lake_copy).plan("id = 1050")
-    assert not plan.index_used and "delta filter file" in plan.reason
+    assert not plan.index_used and "increment filter file" in plan.reason
     assert_exact(lake_copy, random.Random(13))
 
 

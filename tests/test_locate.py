@@ -42,7 +42,7 @@ def test_locate_seeks_or_scans_each_index_file(typed_lake):
     keys = list(range(0, 1800, 3))  # every chunk of every index file: each is read whole, once
     found = index.locate(keys, column="id")
     assert sorted(set(found.column("key").to_pylist())) == keys
-    files = index.root.columns["id"].files
+    files = index.root.content.indexes["id"].files
     assert stats.snapshot()["reads"] - before["reads"] <= 2 * len(files)  # footer, then the whole file
     before = stats.snapshot()
     index.locate([900, 901, 902], column="id")  # adjacent keys: one chunk, read alone

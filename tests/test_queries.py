@@ -22,15 +22,16 @@ def test_equality_on_every_value_of_every_column(index, rows, column):
     for value in values:
         tree = ("is null", column) if value is None else ("=", column, value)
         where = to_sql(tree)
-        assert ids(index.read(where)) == ids(matching(rows, tree)), where
+        table, plan = index.query(where)
+        assert ids(table) == ids(matching(rows, tree)), where
         # An exact index on a fresh lake names exactly the files holding the value.
         assert index.files(where) == files_with(rows, tree), where
-        assert index.last_plan.index_used
+        assert plan.index_used
 
 
 def test_large_columns_split_into_several_index_files_and_chunks(index):
     for name in ("id", "code"):
-        files = index.root.columns[name].files
+        files = index.root.content.indexes[name].files
         assert len(files) > 1 and all(f.chunks > 1 for f in files), name
 
 

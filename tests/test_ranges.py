@@ -97,11 +97,13 @@ def test_like_on_a_partition_column_keeps_its_files(index, rows, pattern):
 def test_like_prefix_reads_the_index(typed_lake, rows):
     """A LIKE with a literal prefix is a key range: a cold lookup reads the index file's
     footer and the chunks holding the prefix (not the whole file), a warm one the chunks."""
-    from lakeseek.format.index_file import read_footer
-    from lakeseek.lookup import KeyRange
+    from lakeseek.caches import clear_cache
+    from lakeseek.kinds.sorted_index.index_file import read_footer
+    from lakeseek.kinds.sorted_index.reader import KeyRange
 
-    index = lakeseek.open_index(typed_lake)  # a new handle: no footer cached
-    (info,) = index.root.columns["name"].files
+    clear_cache()
+    index = lakeseek.open_index(typed_lake)  # a new handle, nothing cached: no footer read yet
+    (info,) = index.root.content.indexes["name"].files
     footer = read_footer(index.storage, f"{index.index_dir}/{info.path}", info, pa.string())
     prefix = KeyRange("ali", "alj", True, False)
     chunks = sum(prefix.overlaps(low, high) for low, high in zip(footer.chunk_min, footer.chunk_max, strict=True))

@@ -66,7 +66,7 @@ def _check(index, rows, where, keep):
 
 def test_points_ranges_and_like_name_exact_row_groups(lake):
     index = lakeseek.open_index(lake)
-    assert index.root.config.row_groups
+    assert index.root.content.config.row_groups
     rows = _oracle(lake)
     for target in (0, 49, 50, 333, 1199):
         _check(index, rows, f"id = {target}", lambda r, t=target: r["id"] == t)
@@ -98,13 +98,13 @@ def test_locate_names_row_groups_and_spark_gives_the_same_pairs(lake, spark):
 
 
 def test_reads_only_the_chosen_row_groups(lake):
-    from lakeseek.lake import open_dataset
+    from lakeseek.lake.files import open_dataset
 
     index = lakeseek.open_index(lake)
     plan = index.plan("id = 333")
     assert len(plan.files) == 1 and len(plan.row_groups[plan.files[0]]) == 1
     # What read() scans: the chosen row group alone, not the whole file.
-    dataset = open_dataset(index.storage, index.lake_root, plan.files, index.schema, (), plan.row_groups)
+    dataset = open_dataset(index.lake, plan.files, index.schema, (), plan.row_groups)
     scanned = dataset.to_table()
     assert scanned.num_rows == ROWS_PER_GROUP and 333 in scanned.column("id").to_pylist()
 
@@ -127,7 +127,7 @@ def test_row_groups_survive_refresh_and_optimize(lake, tmp_path, spark):
         _check(index, rows, where, keep)
     lakeseek.optimize_index(copy, "full", spark=spark)
     index = lakeseek.open_index(copy)
-    assert len(index.root.columns["user"].segments) == 1
+    assert len(index.root.content.indexes["user"].segments) == 1
     _check(index, rows, "user = 'u3'", lambda r: r["user"] == "u3")
     _check(index, rows, "id BETWEEN 1190 AND 1210", lambda r: 1190 <= r["id"] <= 1210)
 

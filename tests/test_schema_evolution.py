@@ -85,11 +85,11 @@ def _int_lake(tmp_path) -> str:
 
 
 def test_integers_widen_to_the_wider_type(spark, tmp_path, sources, monkeypatch):
-    from lakeseek.build import job as build
+    from lakeseek.sources import base
 
     lake = _int_lake(tmp_path)
-    monkeypatch.setattr(build, "FOOTERS_IN_PROCESS", 0)  # the files' schemas read by a Spark job
-    monkeypatch.setattr(build, "FOOTERS_PER_TASK", 1)
+    monkeypatch.setattr(base, "FOOTERS_IN_PROCESS", 0)  # the files' schemas read by a Spark job
+    monkeypatch.setattr(base, "FOOTERS_PER_TASK", 1)
     index = lakeseek.create_index(lake, ["x"], spark=spark)
     assert index.schema.field("x").type == pa.int64()
     # Spark reads the lake where its schema is the wider one (its own inference takes the first file's).
@@ -193,35 +193,6 @@ def test_types_that_do_not_widen_exactly_are_refused(spark, tmp_path):
         index.read("x = 1")
     with pytest.raises(lakeseek.LakeseekError, match=r"c\.parquet.*'x'"):
         lakeseek.refresh_index(lake, "incremental", engine="local")
-
-
-def test_a_root_of_format_3_trusts_no_files_schema(spark, tmp_path):
-    """Format 3 took one file's schema and cast keys unchecked: its queries merge every file's."""
-    from lakeseek.commits.log import decode_entry, encode_entry
-    from tests.lakes import restamp_indexes
-
-    files = {f"{name}.parquet": pa.table({"x": pa.array([n, n + 10], pa.int32())}) for n, name in enumerate("abcd")}
-    lake = _write(tmp_path / "lake", files)
-    lakeseek.create_index(lake, ["x"], spark=spark)
-    assert lakeseek.open_index(lake).plan("x = 12").index_used
-    # The file was int64 when a format 3 build indexed it (its key 5000000000 wrapped to 705032704).
-    _write(lake, {"a.parquet": pa.table({"x": pa.array([1, 5_000_000_000], pa.int64())})})
-    restamp_indexes(lake)
-    entry = f"{lake}/_lakeseek/default/log/{0:020d}.json"
-    with open(entry, "rb") as f:
-        body = decode_entry(f.read(), entry)
-    body["format_version"] = 3
-    del body["schema_checked"]
-    with open(entry, "wb") as f:
-        f.write(encode_entry(body))
-    index = lakeseek.open_index(lake)
-    assert index.status().is_fresh
-    assert index.read("x = 5000000000").column("x").to_pylist() == [5_000_000_000]
-    assert not index.plan("x = 5000000000").index_used
-    assert index.locate([5_000_000_000], column="x").column("key").to_pylist() == [5_000_000_000]
-    index = lakeseek.refresh_index(lake, "full", spark=spark)
-    assert index.root.schema_checked and index.plan("x = 5000000000").index_used
-    assert index.read("x = 5000000000").column("x").to_pylist() == [5_000_000_000]
 
 
 # -- 2. the schema Spark infers now ----------------------------------------------------------------
@@ -391,7 +362,8 @@ PARTITION_PAIRS = [
 @pytest.mark.parametrize("pairs", [False, True], ids=["values", "pairs"])
 def test_partition_types_are_inferred_as_spark_infers_them(spark, tmp_path, pairs):
     """One directory level per value (or pair of values): Spark infers each level's type alone."""
-    from lakeseek.evolution import infer_partition_types, spark_type
+    from lakeseek.lake.schemas import spark_type
+    from lakeseek.sources.partitions import infer_partition_types
 
     cases = PARTITION_PAIRS if pairs else [(value,) for value in PARTITION_VALUES]
     columns = [f"c{i}" for i in range(len(cases))]

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 import lakeseek
 import lakeseek.spark
-from lakeseek.lake import is_hidden, list_data_files
+from lakeseek.sources.directory import is_hidden
 from lakeseek.spark import PYTHON_FORMAT, locate_spark, to_spark
 
 pytestmark = pytest.mark.spark
@@ -196,7 +196,7 @@ def _spark_files(spark, root: str) -> set[str]:
 
 def test_listing_is_the_files_spark_reads(registered, listing_lake):
     index = lakeseek.open_index(listing_lake)
-    listed = set(list_data_files(index.storage, index.lake_root, index.location.home))
+    listed = set(index.lake.snapshot(exclude=index.location.home).files)
     assert listed == _spark_files(registered, listing_lake)
     assert "p=2/_common_metadata/part-0.parquet" in listed and "p=3/_metadata" not in listed
 

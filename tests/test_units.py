@@ -18,25 +18,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakeseek.cost import chunks_for_share, human_size, key_share
+from lakeseek.cost import human_size
 from lakeseek.exceptions import IndexCorruptError, IndexFormatError
+from lakeseek.expressions.like import like_prefix
 from lakeseek.format import values
-from lakeseek.format.bloom import BloomFilter
-from lakeseek.format.filters import FiltersRef
-from lakeseek.format.index_file import IndexFileInfo
 from lakeseek.format.lineage import Lineage
-from lakeseek.format.root import (
-    FORMAT_VERSION,
-    ColumnIndex,
-    IndexConfig,
-    LineagePart,
-    LineageSet,
-    Root,
-    Segment,
-)
+from lakeseek.format.root import FORMAT_VERSION, LineagePart, LineageSet, Root
 from lakeseek.io import storage_for
-from lakeseek.lookup import KeyRange
-from lakeseek.planning import like_prefix
+from lakeseek.kinds import decode_content
+from lakeseek.kinds.sorted_index.bloom import BloomFilter
+from lakeseek.kinds.sorted_index.content import ColumnIndex, IndexConfig, Segment, SortedIndex
+from lakeseek.kinds.sorted_index.cost import chunks_for_share, key_share
+from lakeseek.kinds.sorted_index.filters import FiltersRef
+from lakeseek.kinds.sorted_index.index_file import IndexFileInfo
+from lakeseek.kinds.sorted_index.reader import KeyRange
 
 EPOCH = dt.date(1970, 1, 1)
 UTC = dt.timezone.utc
@@ -385,7 +380,7 @@ def test_bloom_filter_bytes_are_checked():
 def test_bloom_filter_hashing_is_stable_across_processes():
     """Filters are written by one process and read by others: no per-process hash seed."""
     script = (
-        "from lakeseek.format.bloom import BloomFilter;"
+        "from lakeseek.kinds.sorted_index.bloom import BloomFilter;"
         "import sys; sys.stdout.write(BloomFilter.build(['a', 1, b'x']).to_bytes().hex())"
     )
     env = {**os.environ, "PYTHONHASHSEED": "random"}
@@ -450,7 +445,7 @@ def _root(**changes) -> Root:
             _info(400, 2**63 - 1, entries=400, keys=400, path="data/op1/c0-b.parquet"),
         )
     )
-    delta = Segment((_info(-5, 17, entries=3, chunks=1, path="data/op2/c0-a.parquet"),))
+    increment = Segment((_info(-5, 17, entries=3, chunks=1, path="data/op2/c0-a.parquet"),))
     days = Segment((_info(-800_000, 3_000_000, entries=9, chunks=2, path="data/op1/c1-a.parquet"),))
     lineage = LineageSet(
         parts=(
@@ -458,7 +453,7 @@ def _root(**changes) -> Root:
                 2,
                 300,
                 0,
-                inline=Lineage([0, 1], ["a=1/x.parquet", "a=2/y#z.parquet"], [100, 200], [5, 6], ["1-2", None]),
+                inline=Lineage([0, 1], ["a=1/x.parquet", "a=2/y#z.parquet"], [100, 200], [5, 6], ["1-2", ""]),
             ),
             LineagePart(3, 900, 4096, path="lineage/op2-0badcafe-4096.parquet"),
         ),
@@ -472,14 +467,20 @@ def _root(**changes) -> Root:
         timestamp_ms=1_700_000_000_000,
         state="active",
         data_version=6,
-        config=IndexConfig(chunk_rows=64, entries_per_index_file=400, row_groups=True),
         schema=pa.schema([("id", pa.int64()), ("day", pa.date32()), ("a", pa.string())]),
         spark_schema='{"type":"struct","fields":[]}',
         partition_columns=("a",),
-        columns={"id": ColumnIndex("id", int_key, (main, delta)), "day": ColumnIndex("day", date_key, (days,))},
         lineage=lineage,
-        delta_filters=FiltersRef("filters/op2-12345678-77.parquet", 77),
-        schema_checked=True,
+        kind="sorted",
+        content=SortedIndex(
+            config=IndexConfig(chunk_rows=64, entries_per_index_file=400, row_groups=True),
+            indexes={
+                "id": ColumnIndex("id", int_key, (main, increment)),
+                "day": ColumnIndex("day", date_key, (days,)),
+            },
+            increment_filters=FiltersRef("data/op2/filters-12345678-77.parquet", 77),
+        ),
+        source_version="v3",
     )
     return dataclasses.replace(root, **changes)
 
@@ -488,60 +489,73 @@ def _json(root: Root) -> dict:
     return json.loads(json.dumps(root.to_json()))  # a log entry's body is JSON text
 
 
-@pytest.mark.parametrize("changes", [{}, {"delta_filters": None, "state": "deleted", "legacy_temporal_blooms": True}])
+@pytest.mark.parametrize("changes", [{}, {"state": "deleted", "source_version": None}])
 def test_root_round_trips_through_json(changes):
     root = _root(**changes)
     body = _json(root)
     assert body["format"] == "lakeseek" and body["format_version"] == FORMAT_VERSION
-    again = Root.from_json(body)
+    again = Root.from_json(body, decode_content)
     assert again == root
-    assert again.columns["id"].segments[1].files[0].min == -5
-    assert again.columns["day"].files[0].max == 3_000_000  # a date key beyond year 9999, as a number
-    assert again.lineage.parts[0].inline.versions == ["1-2", None]
+    assert again.columns == ("id", "day")
+    assert again.content.indexes["id"].segments[1].files[0].min == -5
+    assert again.content.indexes["day"].files[0].max == 3_000_000  # a date key beyond year 9999, as a number
+    assert again.lineage.parts[0].inline.versions == ["1-2", ""]
     assert again.referenced_paths() == root.referenced_paths()
     assert _json(again) == body  # and back to the same text
 
 
-@pytest.mark.parametrize("version", [99, FORMAT_VERSION + 1, 1, 0, None, "5"])
+@pytest.mark.parametrize("version", [99, FORMAT_VERSION + 1, None, "5"])
 def test_a_root_of_an_unknown_format_version_is_refused(version):
     body = _json(_root())
     body["format_version"] = version
-    with pytest.raises(IndexFormatError, match=f"index format version {version} is not supported.*upgrade"):
-        Root.from_json(body)
+    with pytest.raises(IndexFormatError, match=f"index format version {version} is not supported.*upgrade lakeseek"):
+        Root.from_json(body, decode_content)
 
 
-def test_a_root_written_before_format_5_does_not_use_its_temporal_blooms():
+@pytest.mark.parametrize("version", [5, 2, 1, 0])
+def test_a_root_of_an_earlier_format_says_to_create_the_index_again(version):
     body = _json(_root())
-    body["format_version"] = 4
-    assert Root.from_json(body).legacy_temporal_blooms
-    assert not Root.from_json(_json(_root())).legacy_temporal_blooms
+    body["format_version"] = version
+    with pytest.raises(IndexFormatError, match=f"version {version} is not supported.*create the index again"):
+        Root.from_json(body, decode_content)
+
+
+def test_a_root_of_an_unknown_kind_is_refused():
+    body = _json(_root())
+    body["kind"] = "zorder"
+    with pytest.raises(IndexFormatError, match=r"kind 'zorder'.*upgrade lakeseek"):
+        Root.from_json(body, decode_content)
 
 
 @pytest.mark.parametrize(
     "damage",
     [
-        lambda body: body.pop("columns"),
-        lambda body: body.update(columns={}),
+        lambda body: body["index"].pop("columns"),
+        lambda body: body["index"].update(columns={}),
+        lambda body: body.pop("index"),
+        lambda body: body.update(kind=["sorted"]),
+        lambda body: body.update(source_version=7),
         lambda body: body.update(format="delta"),
         lambda body: body["lineage"].update(next_file_id="many"),
-        lambda body: body["columns"]["id"]["segments"][0][0].update(path="../../etc/passwd"),
-        lambda body: body["columns"]["id"]["segments"][0][0].update(min="abc"),
-        lambda body: body.update(delta_filters={"path": "/tmp/x.parquet", "size": 1}),
+        lambda body: body["index"]["columns"]["id"]["segments"][0][0].update(path="../../etc/passwd"),
+        lambda body: body["index"]["columns"]["id"]["segments"][0][0].update(min="abc"),
+        lambda body: body["index"].update(increment_filters={"path": "/tmp/x.parquet", "size": 1}),
+        lambda body: body["index"].update(increment_filters={"path": "filters/a-12345678-7.parquet", "size": 1}),
     ],
 )
 def test_a_damaged_root_is_refused(damage):
     body = _json(_root())
     damage(body)
     with pytest.raises(IndexCorruptError):
-        Root.from_json(body)
+        Root.from_json(body, decode_content)
 
 
 # -- no Spark here -----------------------------------------------------------------------------------
 def test_these_units_import_without_pyspark():
     script = (
         "import sys; sys.modules['pyspark'] = None\n"
-        "import lakeseek.cost, lakeseek.lookup, lakeseek.format.values, lakeseek.format.bloom\n"
-        "import lakeseek.format.root, lakeseek.io.storage\n"
+        "import lakeseek.cost, lakeseek.kinds.sorted_index.reader, lakeseek.format.values\n"
+        "import lakeseek.format.root, lakeseek.format.actions, lakeseek.io.storage, lakeseek.planning\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -7,6 +7,7 @@ need no Spark. ``refresh_index``, ``optimize_index``, ``delete_index``, ``restor
 
 from __future__ import annotations
 
+from lakeseek.commits.log import LogEntry
 from lakeseek.exceptions import (
     CommitFailedError,
     DataFileError,
@@ -28,20 +29,21 @@ from lakeseek.exceptions import (
     UnsupportedPredicateError,
     UnsupportedStorageError,
 )
-from lakeseek.explain import Explanation
-from lakeseek.index import ColumnStatus, Index, IndexStatus, open_index
-from lakeseek.lifecycle.operations import (
+from lakeseek.format.root import ColumnStatus
+from lakeseek.index import Index, IndexStatus, list_indexes, open_index
+from lakeseek.kinds import register_kind
+from lakeseek.operations import (
     VacuumResult,
     cancel_operations,
     create_index,
     delete_index,
-    list_indexes,
     optimize_index,
     refresh_index,
     restore_index,
     vacuum_index,
 )
-from lakeseek.planning import Plan
+from lakeseek.planning import Explanation, Fallback, Plan
+from lakeseek.sources import register_source
 
 __version__ = "0.2.0"
 
@@ -50,6 +52,7 @@ __all__ = [
     "CommitFailedError",
     "DataFileError",
     "Explanation",
+    "Fallback",
     "IncompatibleSchemaError",
     "Index",
     "IndexAlreadyExistsError",
@@ -59,6 +62,7 @@ __all__ = [
     "IndexStatus",
     "LakeNotFoundError",
     "LakeseekError",
+    "LogEntry",
     "OperationCancelledError",
     "Plan",
     "PredicateError",
@@ -79,6 +83,8 @@ __all__ = [
     "open_index",
     "optimize_index",
     "refresh_index",
+    "register_kind",
+    "register_source",
     "restore_index",
     "vacuum_index",
 ]

@@ -1,30 +1,18 @@
-"""What a query costs with and without the index, from the root alone (no read).
+"""What a query costs, through an index or by reading every file: the planner's common units.
 
 The paper's model (section 4) compares ``C_R * (|F(Q)| + 3)`` with ``C_R * |F|``: reads
 through the index against reads of every file. lakeseek adds bytes, because a range can
-make the index read large: a cost is ``reads * READ_COST_BYTES + bytes``. The root keeps,
-per index file, its entries, distinct keys and distinct data files (overall and summed per
-chunk), so the number of data files a selection of keys leaves (``|F(Q)|``) is estimated
-as the lower of two bounds: Cardenas' formula for scattered keys (an index file whose
-``e = entries / data_files`` entries per data file are selected with probability ``p``
-leaves each of its data files with probability ``1 - (1 - p) ** e``), and the files of the
-chunks read, for clustered keys.
+make an index read large: a cost is ``reads * READ_COST_BYTES + bytes``. Each kind of index
+estimates its own lookups in these units (from its part of the root alone, without a read);
+the planner weighs them against reading the files.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from decimal import Decimal
-
-from lakeseek.format.index_file import IndexFileInfo
-from lakeseek.format.values import KeyValue
 
 READ_COST_BYTES = 1 << 20  # one storage request costs about as much as reading 1 MiB
 DATA_READS_PER_FILE = 2  # a Parquet file costs its footer and its column chunks
-# An index file is read whole (one read) rather than chunk by chunk when more than this
-# share of its chunks is needed.
-SCAN_SHARE = 0.5
 
 
 @dataclass(frozen=True, order=True)
@@ -42,73 +30,23 @@ class Cost:
 
 @dataclass(frozen=True)
 class LakeSize:
-    """What a scan of the indexed files costs: their number and bytes."""
+    """What a scan of some data files costs: their number and bytes."""
 
     files: int
     bytes: int
 
     def read_cost(self, files: float) -> Cost:
-        """Reading ``files`` of the lake's (average) files."""
+        """Reading ``files`` of these (average) files."""
         average = self.bytes / self.files if self.files else 0
         return Cost(files * DATA_READS_PER_FILE, files * average)
 
 
 @dataclass(frozen=True, order=True)
 class Estimate:
-    """Reading the index for one predicate, and the indexed data files it should leave."""
+    """Reading the index for one condition, and the indexed data files it should leave."""
 
     candidates: float
     index: Cost
-
-
-def estimate_files(infos: list[tuple[IndexFileInfo, float, int]], total_files: int) -> Estimate:
-    """The cost of reading ``(index file, share of its keys selected, chunks read)`` and the
-    data files left."""
-    index = Cost()
-    candidates = 0.0
-    for info, share, chunks in infos:
-        if chunks > SCAN_SHARE * info.chunks and info.chunks > 1:
-            index = index + Cost(1, info.size)  # read whole, in one read
-        else:
-            index = index + Cost(1 + chunks, info.footer_length + chunks * info.size / max(info.chunks, 1))
-        data_files = info.data_files or info.entries
-        per_file = info.entries / max(data_files, 1)
-        scattered = data_files * (1 - (1 - min(share, 1.0)) ** per_file)
-        # Clustered keys (a time column) put few files in each chunk: the chunks read bound
-        # the files better than Cardenas' formula, which assumes keys scattered at random.
-        clustered = chunks * info.chunk_files / info.chunks if info.chunk_files else scattered
-        candidates += min(scattered, clustered)
-    return Estimate(min(candidates, total_files), index)
-
-
-def key_share(info: IndexFileInfo, low: KeyValue, high: KeyValue) -> float:
-    """The share of an index file's key range ``[info.min, info.max]`` inside ``[low, high]``
-    (None: unbounded), by linear interpolation of the keys as numbers."""
-    # A file starting with NULL keys: its lowest non-NULL key is unknown, the range's low stands in.
-    a, b = _number(info.min if info.min is not None else low), _number(info.max)
-    if a is None or b is None or b <= a:
-        return 1.0
-    lo = a if low is None else max(a, _number(low))
-    hi = b if high is None else min(b, _number(high))
-    share = (hi - lo) / (b - a)
-    return min(1.0, max(share, 1 / max(info.keys or info.entries, 1)))
-
-
-def _number(value: KeyValue) -> float | None:
-    """A key as a number preserving order (strings and bytes by their first 8 bytes)."""
-    if value is None:
-        return None
-    if isinstance(value, bool | int | float):
-        return float(value)
-    if isinstance(value, Decimal):
-        return float(value)
-    raw = value.encode() if isinstance(value, str) else bytes(value)
-    return float(int.from_bytes(raw[:8].ljust(8, b"\0"), "big"))
-
-
-def chunks_for_share(info: IndexFileInfo, share: float) -> int:
-    """Chunks a contiguous key range covering ``share`` of an index file touches."""
-    return min(info.chunks, math.ceil(share * info.chunks) + 1)
 
 
 def human_size(nbytes: float) -> str:

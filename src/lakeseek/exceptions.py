@@ -74,7 +74,7 @@ class DataFileError(LakeseekError):
 
 class IncompatibleSchemaError(LakeseekError):
     """A data file holds a column in a type that no type holds exactly along with the lake's
-    type of it (a string where the other files hold integers, say): see ``lakeseek.evolution``."""
+    type of it (a string where the other files hold integers, say): see ``lakeseek.lake.schemas``."""
 
 
 class UnsupportedStorageError(LakeseekError):

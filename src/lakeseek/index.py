@@ -1,171 +1,52 @@
 """The public handle on an index: ``open_index`` and :class:`Index`.
 
 Lookups and reads need no Spark: the index gives candidate files, pyarrow reads them.
-Every query lists the lake first, so files added or rewritten since indexing are always
-read and removed ones skipped: the answer is a full scan's, however stale the index.
+Every query takes the lake's snapshot first (a directory: its listing), so files added or
+rewritten since indexing are always read and removed ones skipped: the answer is a full
+scan's, however stale the index.
+
+An :class:`Index` is one committed version of an index and does not change: opening the
+index again gives its latest version. What handles learn by reading (footers, the lineage,
+data files' schemas) is kept in a cache shared by every handle on the same index in the
+process (:mod:`lakeseek.caches`), safe to use from several threads.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
-import os
-import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeseek.caches import Once, cache_for
 from lakeseek.commits.checks import problems
 from lakeseek.commits.leases import Leases
-from lakeseek.commits.log import IndexLog
-from lakeseek.evolution import (
-    current_partition_types,
-    file_schemas,
-    infer_partition_types,
-    merge_schemas,
-    open_files,
-    spark_schema_json,
-    with_partition_types,
-)
-from lakeseek.exceptions import IndexCorruptError, LakeNotFoundError, LakeseekError, UnsupportedLakeError
-from lakeseek.explain import Explanation, explanation
+from lakeseek.commits.log import IndexLog, LogEntry
+from lakeseek.exceptions import IndexCorruptError, LakeseekError
 from lakeseek.expressions import Predicate
 from lakeseek.expressions.arrow import read_matching
 from lakeseek.expressions.binding import bind, resolve_column, value_type
 from lakeseek.expressions.sql import parse_where
 from lakeseek.format.lineage import Lineage
-from lakeseek.format.root import DELETED, Root
+from lakeseek.format.root import DELETED, ColumnStatus, Root
 from lakeseek.format.values import KeyValue, key_type_for
-from lakeseek.io import Storage, counting, storage_for
-from lakeseek.lake import LakeState, compare, is_hidden, list_data_files, reading_data_files
+from lakeseek.io import counting
+from lakeseek.kinds.base import KindReader
+from lakeseek.lake.files import reading_data_files
+from lakeseek.lake.schemas import current_partition_types, merge_schemas, spark_schema_json, with_partition_types
+from lakeseek.lake.state import Changes, LakeState, compare
 from lakeseek.locate import FILE, exact_keys, locate_keys, scan_keys
-from lakeseek.lookup import IndexReader
-from lakeseek.planning import Plan, full_scan, plan
+from lakeseek.location import DEFAULT_NAME, Location, index_names, locate
+from lakeseek.planning import Explanation, Fallback, Plan, explanation, full_scan, plan
+from lakeseek.sources.base import Snapshot
 
-if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
-
-DEFAULT_HOME = "_lakeseek"
-DEFAULT_NAME = "default"
-_VALID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 LakeListing = Literal["per_query", "once"]
 log = logging.getLogger("lakeseek")
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where a lake and one of its indexes are: ``<home>/<name>``, home being ``SOURCE/_lakeseek``."""
-
-    storage: Storage
-    lake_root: str
-    home: str
-    name: str
-
-    @property
-    def index_dir(self) -> str:
-        return f"{self.home}/{self.name}"
-
-
-def index_names(storage: Storage, home: str) -> list[str]:
-    """Names of the indexes (committed or not) under an index home."""
-    return sorted(name for name in storage.list_dirs(home) if _VALID_NAME.fullmatch(name))
-
-
-def locate(source: str, index: str | None = None, name: str | None = None, *, existing: bool = True) -> Location:
-    """Where the lake at ``source`` and its index ``name`` are.
-
-    ``index`` is the index home when it is not ``SOURCE/_lakeseek``. Without a ``name``,
-    an existing index is chosen when the lake has just one (or one named "default").
-    """
-    storage, lake_root = storage_for(source)
-    _refuse_table_formats(storage, lake_root)
-    if index is None:
-        home = f"{lake_root}/{DEFAULT_HOME}"
-    else:
-        index_storage, home = storage_for(index)
-        if index_storage is not storage:
-            raise LakeseekError("the index must live on the same storage as the lake")
-    if storage.is_local:  # a symlink must not smuggle the index into the lake, or the lake into it
-        real_lake, real_home = os.path.realpath(lake_root), os.path.realpath(home)
-    else:
-        real_lake, real_home = lake_root, home
-    _check_home(real_lake, real_home)
-    if name is None:
-        name = _default_name(storage, home) if existing else DEFAULT_NAME
-    if not _VALID_NAME.fullmatch(name):
-        raise LakeseekError(f"invalid index name {name!r}: use letters, digits, '_', '-' and '.'")
-    if _is_within(real_lake, f"{real_home}/{name}"):
-        raise LakeseekError(
-            f"the lake would be inside the index directory {home}/{name}, where vacuum deletes every file "
-            "the index does not reference: choose another --index or --name"
-        )
-    return Location(storage, lake_root, home, name)
-
-
-def _refuse_table_formats(storage: Storage, lake_root: str) -> None:
-    """Read as a Parquet directory, a Delta, Hudi or Iceberg table gives the rows of files the
-    table has removed (as Spark's parquet reader does): until lakeseek reads these formats as
-    versioned sources, it refuses them rather than answer with rows the table no longer has."""
-    table_format = _table_format(storage, lake_root)
-    if table_format is not None:
-        shown = lake_root if storage.is_local else storage.uri(lake_root)
-        article = "an" if table_format[0] in "AEIOU" else "a"
-        raise UnsupportedLakeError(
-            f"{shown} is {article} {table_format} table: lakeseek does not read table formats yet, and its "
-            "directory read as plain Parquet holds files the table has removed"
-        )
-
-
-def _table_format(storage: Storage, lake_root: str) -> str | None:
-    if storage.is_dir(f"{lake_root}/_delta_log"):
-        return "Delta Lake"
-    if storage.is_dir(f"{lake_root}/.hoodie"):
-        return "Apache Hudi"
-    metadata = storage.list_files(f"{lake_root}/metadata", recursive=False)
-    if any(status.path.endswith(".metadata.json") for status in metadata):
-        return "Apache Iceberg"
-    return None
-
-
-def _check_home(lake_root: str, home: str) -> None:
-    """Refuse an index home inside the lake unless a hidden directory holds it.
-
-    Only a hidden directory on its way (a component of its path relative to the lake that
-    starts with '_' or '.', without '=', and is no Parquet summary name like '_metadata')
-    keeps the index files out of what Spark, Trino, DuckDB and lakeseek read as data; and
-    lakeseek's listing skips the home, so data files under it would vanish from queries.
-    """
-    if not _is_within(home, lake_root):
-        return
-    parts = [] if home == lake_root else home[len(lake_root) + 1 :].split("/")
-    if any(is_hidden(part, directory=True) for part in parts):
-        return
-    harm = "Spark, Trino and DuckDB would read the index files as data"
-    if any("=" in part for part in parts):
-        harm = f"lakeseek would skip the data files under {'/'.join(parts)}, and {harm}"
-    raise LakeseekError(
-        f"the index home {home} is inside the lake {lake_root} and not under a hidden directory: {harm}; "
-        f"use a directory whose name starts with '_' or '.' (like {lake_root}/{DEFAULT_HOME}) or one outside the lake"
-    )
-
-
-def _is_within(path: str, directory: str) -> bool:
-    """Whether ``path`` is ``directory`` or below it."""
-    return path == directory or path.startswith(directory.rstrip("/") + "/")
-
-
-def _default_name(storage: Storage, home: str) -> str:
-    names = [n for n in index_names(storage, home) if storage.is_dir(f"{home}/{n}/log")]
-    if DEFAULT_NAME in names or not names:
-        return DEFAULT_NAME
-    if len(names) == 1:
-        return names[0]
-    raise LakeseekError(f"the lake has several indexes ({', '.join(names)}): choose one by name")
 
 
 def open_index(
@@ -173,29 +54,31 @@ def open_index(
 ) -> Index:
     """Open the latest committed version of an index of the lake at ``source``.
 
-    ``name`` picks one of the lake's indexes (see :func:`locate`); ``index`` is the index
-    home when it is not ``SOURCE/_lakeseek``.
-    ``lake_listing="per_query"`` (the default) lists the lake on every query, so files
-    added, rewritten or removed since indexing are always accounted for. ``"once"`` reuses
-    the first listing for the life of the Index, as a Spark DataFrame reuses its file
+    ``name`` picks one of the lake's indexes (see :func:`lakeseek.location.locate`); ``index``
+    is the index home when it is not ``SOURCE/_lakeseek``.
+    ``lake_listing="per_query"`` (the default) takes the lake's snapshot on every query, so
+    files added, rewritten or removed since indexing are always accounted for. ``"once"``
+    reuses the first one for the life of the Index, as a Spark DataFrame reuses its file
     index: faster lookups, but changes made to the lake afterwards are not seen until the
     index is opened again.
     """
     location = locate(source, index, name)
-    if not location.storage.is_dir(location.lake_root):
-        raise LakeNotFoundError(f"lake not found: {location.lake_root} is not a directory")
+    location.require_lake()
     root = IndexLog(location.storage, location.index_dir).latest()
     return Index(location, root, lake_listing=lake_listing)
 
 
-@dataclass(frozen=True)
-class ColumnStatus:
-    name: str
-    type: str
-    entries: int
-    index_files: int
-    segments: int
-    bytes: int
+def list_indexes(source: str, *, index: str | None = None) -> list[Index]:
+    """Every committed index of the lake (deleted ones included)."""
+    first = locate(source, index, DEFAULT_NAME, existing=False)
+    first.require_lake()
+    found = []
+    for name in index_names(first.storage, first.home):
+        location = dataclasses.replace(first, name=name)
+        log_ = IndexLog(location.storage, location.index_dir)
+        if log_.versions():
+            found.append(Index(location, log_.latest()))
+    return found
 
 
 @dataclass(frozen=True)
@@ -203,6 +86,7 @@ class IndexStatus:
     source: str
     index: str
     name: str
+    kind: str
     state: str
     version: int
     last_operation: str
@@ -223,6 +107,10 @@ class IndexStatus:
     def is_fresh(self) -> bool:
         return not (self.new_files or self.changed_files or self.removed_files or self.recorded_files)
 
+    @property
+    def segments(self) -> int:
+        return max((c.segments for c in self.columns), default=0)
+
 
 class Index:
     """One committed version of a lake's index."""
@@ -232,28 +120,38 @@ class Index:
             raise ValueError(f"lake_listing must be 'per_query' or 'once', not {lake_listing!r}")
         self.lake_listing = lake_listing
         self.location = location
-        self.storage = location.storage
-        self.lake_root = location.lake_root
-        self.index_dir = location.index_dir
         self.root = root
-        self.reader = IndexReader(self.storage, self.index_dir, root)
-        self._state: LakeState | None = None  # the latest comparison, reused while the lake is unchanged
-        self._schema_now: tuple[LakeState, pa.Schema] | None = None  # the schema of that state
-        self._file_schemas: dict[tuple[str, tuple], pa.Schema] = {}  # by (path, stamp)
-        self._partition_types: dict[str, pa.DataType] | None = None
-        self.last_plan: Plan | None = None  # the plan of the latest query, for callers that report staleness
-        self._said: set[str] = set()  # warnings already given by this handle
+        self._shared = cache_for(location)
+        self._version = self._shared.version(location, root)
+        self._pinned = Once()  # the lake's state under lake_listing="once"
 
     def __repr__(self) -> str:
         return f"Index(source={self.source!r}, name={self.name!r}, columns={self.columns}, version={self.version})"
 
     @property
-    def name(self) -> str:
-        return self.location.name
+    def source(self) -> str:
+        return self.location.source.shown_root
 
     @property
-    def source(self) -> str:
-        return self._location(self.lake_root)
+    def lake(self):
+        """The lake's source (:class:`lakeseek.sources.LakeSource`)."""
+        return self.location.source
+
+    @property
+    def storage(self):
+        return self.location.storage
+
+    @property
+    def lake_root(self) -> str:
+        return self.location.lake_root
+
+    @property
+    def index_dir(self) -> str:
+        return self.location.index_dir
+
+    @property
+    def name(self) -> str:
+        return self.location.name
 
     @property
     def columns(self) -> list[str]:
@@ -264,6 +162,27 @@ class Index:
         return self.root.version
 
     @property
+    def kind_reader(self) -> KindReader:
+        """The reader of this version's kind (its caches are shared with other handles)."""
+        return self._version.reader
+
+    def lineage(self) -> Lineage:
+        """The files this version covers (tombstoned ones left out)."""
+        return self._version.lineage()
+
+    def reload(self) -> Index:
+        """A handle on the latest version of this index (this one, when nothing was committed since)."""
+        latest = IndexLog(self.storage, self.index_dir).latest()
+        if latest.version == self.version:
+            return self
+        return Index(self.location, latest, lake_listing=self.lake_listing)
+
+    def history(self, since: int = -1) -> list[LogEntry]:
+        """What each committed version after ``since`` changed, oldest first."""
+        return IndexLog(self.storage, self.index_dir).history(since)
+
+    # -- the lake's schema ------------------------------------------------------------------
+    @property
     def schema(self) -> pa.Schema:
         """The lake's Arrow schema as lakeseek reads it now (see :meth:`schema_of`)."""
         return self.schema_of(self.lake_state())
@@ -271,42 +190,21 @@ class Index:
     def schema_of(self, state: LakeState) -> pa.Schema:
         """The lake's schema in ``state`` (README, "The lake's schema"): the index's,
         with the files it does not cover merged in (wider types, new columns) and the
-        partition columns typed as Spark infers them from the listing. A file whose column
+        partition columns typed as the lake source gives them now. A file whose column
         has no exact common type with the lake's is an error naming it."""
-        if self._schema_now is not None and self._schema_now[0] is state:
-            return self._schema_now[1]
+        remembered = self._version.schema_of
+        if remembered is not None and remembered[0] is state:
+            return remembered[1]
         root = self.root
         schema = root.schema
         partitions = root.partition_columns
         if partitions:
-            types = current_partition_types(schema, partitions, self._indexed_partition_types(), state.files)
+            now = self.lake.partition_types(state.files, partitions)
+            types = current_partition_types(schema, partitions, self._version.partition_types(), now)
             schema = with_partition_types(schema, types)
-        # A root that did not check its files' schemas (format 3) vouches for none of them.
-        merged = sorted(state.unindexed) if root.schema_checked else sorted(state.files)
-        schema = merge_schemas(schema, self._read_file_schemas(merged, state), partitions)
-        self._schema_now = (state, schema)
+        schema = merge_schemas(schema, self._shared.file_schemas(self.lake, sorted(state.unindexed), state), partitions)
+        self._version.schema_of = (state, schema)
         return schema
-
-    def _indexed_partition_types(self) -> dict[str, pa.DataType]:
-        """The partition types Spark infers over the files the index was built on (see
-        :func:`lakeseek.evolution.current_partition_types`)."""
-        if self._partition_types is None:
-            try:
-                paths = self.reader.lineage().paths + self.reader.pending().paths
-            except IndexCorruptError:
-                paths = []
-            self._partition_types = infer_partition_types(paths, self.root.partition_columns)
-        return self._partition_types
-
-    def _read_file_schemas(self, paths: list[str], state: LakeState) -> list[tuple[str, pa.Schema]]:
-        """``(path, schema)`` of the distinct schemas among ``paths`` (footers read once per stamp)."""
-        missing = [path for path in paths if (path, tuple(state.files[path])) not in self._file_schemas]
-        for path, schema in zip(missing, file_schemas(self.storage, self.lake_root, missing), strict=True):
-            self._file_schemas[(path, tuple(state.files[path]))] = schema
-        distinct: dict[pa.Schema, str] = {}
-        for path in paths:
-            distinct.setdefault(self._file_schemas[(path, tuple(state.files[path]))], path)
-        return [(path, found) for found, path in distinct.items()]
 
     def spark_schema_json(self, state: LakeState | None = None) -> str:
         """The lake's schema as Spark reads it, as Spark's JSON (``StructType.json()``), for
@@ -314,6 +212,15 @@ class Index:
         root = self.root
         state = state or self.lake_state()
         return spark_schema_json(self.schema_of(state), root.partition_columns, root.schema, root.spark_schema)
+
+    def spark_schema(self):
+        """The lake's schema as Spark reads it now (partition columns last): ``schema`` in
+        Spark's types, as ``spark.read.option("mergeSchema", "true").parquet(SOURCE)`` infers it."""
+        import json
+
+        from pyspark.sql.types import StructType
+
+        return StructType.fromJson(json.loads(self.spark_schema_json(self.lake_state())))
 
     # -- queries ----------------------------------------------------------------------------
     def plan(self, where: str | Predicate, *, state: LakeState | None = None) -> Plan:
@@ -324,27 +231,24 @@ class Index:
 
     def files(self, where: str) -> list[str]:
         """Paths of the data files that may hold rows matching ``where`` (SQL)."""
-        return [self._location(f"{self.lake_root}/{path}") for path in self.plan(where).files]
+        return [self.lake.shown(path) for path in self.plan(where).files]
 
     def read(self, where: str, columns: list[str] | None = None) -> pa.Table:
         """The rows matching ``where``, read with pyarrow from the candidate files only."""
+        return self.query(where, columns)[0]
+
+    def query(self, where: str, columns: list[str] | None = None) -> tuple[pa.Table, Plan]:
+        """:meth:`read`, with the plan it read by (for callers that report staleness or fallbacks)."""
         state = self.lake_state()
         predicate = self._bind(where, state)
         chosen = self._plan(predicate, state)
-        return self._read(chosen.files, predicate, columns, chosen.row_groups, state)
+        return self._read(chosen.files, predicate, columns, chosen.row_groups, state), chosen
 
     def scan(self, where: str, columns: list[str] | None = None) -> pa.Table:
         """The rows matching ``where``, read from every file of the lake without the index."""
         state = self.lake_state()
         predicate = self._bind(where, state)
         return self._read(list(state.files), predicate, columns, None, state)
-
-    def spark_schema(self) -> StructType:
-        """The lake's schema as Spark reads it now (partition columns last): ``schema`` in
-        Spark's types, as ``spark.read.option("mergeSchema", "true").parquet(SOURCE)`` infers it."""
-        from pyspark.sql.types import StructType
-
-        return StructType.fromJson(json.loads(self.spark_schema_json(self.lake_state())))
 
     def explain(self, where: str, *, analyze: bool = False) -> Explanation:
         """How a query with this predicate uses the index: columns used, candidate files (and
@@ -374,16 +278,19 @@ class Index:
         """
         state = self.lake_state()
         name = self.locate_column(column, state)
-        with reading_data_files(self.storage, self.lake_root, list(state.files)):
-            if self.root.state == DELETED or not self.serves(name, state):
-                found = self._scan_keys(state, name, keys)
-            else:
+        column_type = value_type(self.schema_of(state).field(name).type)
+        served = self.root.state != DELETED and self.serves(name, state)
+        with reading_data_files(self.lake, list(state.files)):
+            found = None
+            if served:
+                wanted = exact_keys(keys, column_type, self.kind_reader.key_type(name, column_type))
                 try:
-                    found = locate_keys(self.reader, state, name, keys, self._opener(state))
+                    found = locate_keys(self.kind_reader, state, name, wanted, self._opener(state))
                 except IndexCorruptError as error:
                     self._unusable(error)
-                    found = self._scan_keys(state, name, keys)
-        paths = pc.binary_join_element_wise(self._location(self.lake_root) + "/", found.column(FILE), "")
+            if found is None:
+                found = self._scan_keys(state, name, keys, column_type, served)
+        paths = pc.binary_join_element_wise(self.lake.shown_root + "/", found.column(FILE), "")
         return found.set_column(found.schema.get_field_index(FILE), FILE, paths)
 
     def locate_column(self, column: str | None, state: LakeState | None = None) -> str:
@@ -397,17 +304,18 @@ class Index:
             raise LakeseekError(f"column '{name}' is not indexed (indexed: {', '.join(self.columns)})")
         return name
 
-    def _scan_keys(self, state: LakeState, column: str, keys: Iterable[KeyValue] | pa.Array) -> pa.Table:
-        column_type = value_type(self.schema_of(state).field(column).type)
-        if self.serves(column, state):
-            key_type = self.root.columns[column].key_type
+    def _scan_keys(
+        self, state: LakeState, column: str, keys: Iterable[KeyValue] | pa.Array, column_type: pa.DataType, served: bool
+    ) -> pa.Table:
+        if served:
+            key_type = self.kind_reader.key_type(column, column_type)
         else:  # the column's type changed since indexing (see serves): keys of its type now
             try:
                 key_type = key_type_for(column_type, column)
             except LakeseekError:
                 key_type = column_type
         wanted = exact_keys(keys, column_type, key_type)
-        return scan_keys(list(state.files), column, wanted, self._opener(state), self.reader.row_groups)
+        return scan_keys(list(state.files), column, wanted, self._opener(state), self.kind_reader.row_groups)
 
     def serves(self, column: str, state: LakeState) -> bool:
         """Whether the index of ``column`` answers for the lake in ``state``: not when files
@@ -419,42 +327,57 @@ class Index:
         now = self.schema_of(state)
         return value_type(now.field(column).type).equals(value_type(recorded.field(column).type))
 
-    def _opener(self, state: LakeState):
+    def _opener(self, state: LakeState) -> Callable[[list[str]], object]:
         schema = self.schema_of(state)
         partitions = self.root.partition_columns
-        return lambda paths: open_files(self.storage, self.lake_root, paths, schema, partitions)
+        return lambda paths: self.lake.dataset(paths, schema, partitions)
 
     # -- state ------------------------------------------------------------------------------
     def lake_state(self) -> LakeState:
         """The lake now compared with what the index covers."""
-        if self.lake_listing == "once" and self._state is not None:
-            return self._state
-        files = self._list_lake()
-        if self._state is None or self._state.files != files:
-            try:
-                self._state = compare(self.reader.lineage(), files, self.reader.pending())
-            except IndexCorruptError as error:
-                # Never a wrong answer: a damaged lineage vouches for no file, so every file is read.
-                self._unusable(error)
-                self._state = compare(Lineage.concat([]), files)
-        return self._state
+        if self.lake_listing == "once":
+            return self._pinned.get(lambda: self._state_of(self._snapshot()))
+        return self._state_of(self._snapshot())
+
+    def _snapshot(self) -> Snapshot:
+        return self.lake.snapshot(exclude=self.location.home)
+
+    def _state_of(self, snapshot: Snapshot) -> LakeState:
+        remembered = self._version.state
+        if remembered is not None and remembered.files == snapshot.files:
+            return remembered
+        try:
+            state = compare(self.lineage(), snapshot.files, self._version.recorded(), self._changes(snapshot))
+        except IndexCorruptError as error:
+            # Never a wrong answer: a damaged lineage vouches for no file, so every file is read.
+            self._unusable(error)
+            state = compare(Lineage.concat([]), snapshot.files)
+        self._version.state = state
+        return state
+
+    def _changes(self, snapshot: Snapshot) -> Changes | None:
+        """What the lake source says changed since the version the index describes, if it can tell."""
+        then = self.root.source_version
+        if then is None or snapshot.version is None:
+            return None
+        if then == snapshot.version:
+            return Changes(frozenset(), frozenset())
+        return self.lake.changes(then, snapshot)
 
     def status(self) -> IndexStatus:
         state = self.lake_state()
         leases = Leases(self.storage, self.index_dir).all()
         return IndexStatus(
             source=self.source,
-            index=self._location(self.index_dir),
+            index=self._shown(self.index_dir),
             name=self.name,
+            kind=self.root.kind,
             state=self.root.state,
             version=self.version,
             last_operation=self.root.operation,
             updated_ms=self.root.timestamp_ms,
-            columns=[
-                ColumnStatus(c.name, str(c.key_type), c.entries, len(c.files), len(c.segments), c.size)
-                for c in self.root.columns.values()
-            ],
-            indexed_files=len(self.reader.lineage()),
+            columns=self.root.content.column_statuses(),
+            indexed_files=len(self.lineage()),
             lake_files=len(state.files),
             new_files=state.new,
             changed_files=state.changed,
@@ -478,35 +401,35 @@ class Index:
         files: list[str],
         predicate: Predicate,
         columns: list[str] | None,
-        row_groups: dict | None = None,
-        state: LakeState | None = None,
+        row_groups: dict | None,
+        state: LakeState,
     ) -> pa.Table:
-        schema = self.schema_of(state or self._state or self.lake_state())
+        schema = self.schema_of(state)
         selected = None if columns is None else [resolve_column(c, schema).name for c in columns]
         if selected is not None and len(set(selected)) < len(selected):
             twice = next(name for name in selected if selected.count(name) > 1)
             raise LakeseekError(f"column '{twice}' is asked for twice")
-        stamps = self._state.files if self._state else {}
+        stamps = state.files
         self.storage.count_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
-        with reading_data_files(self.storage, self.lake_root, files):  # a damaged or vanished file, named
-            dataset = open_files(self.storage, self.lake_root, files, schema, self.root.partition_columns, row_groups)
+        with reading_data_files(self.lake, files):  # a damaged or vanished file, named
+            dataset = self.lake.dataset(files, schema, self.root.partition_columns, row_groups)
             return read_matching(dataset, selected, predicate, schema)
 
-    def _plan(self, predicate: Predicate, state: LakeState | None = None) -> Plan:
+    def _plan(self, predicate: Predicate, state: LakeState) -> Plan:
         if self.root.state == DELETED:
             chosen = full_scan(
-                self._list_lake(), f"index '{self.name}' is deleted (restore it to use it): every file is read"
+                state.files,
+                f"index '{self.name}' is deleted (restore it to use it): every file is read",
+                Fallback.DELETED,
             )
         else:
             try:
-                state = state or self.lake_state()
                 served = {column for column in self.root.columns if self.serves(column, state)}
-                chosen = plan(predicate, self.reader, state, served)
+                chosen = plan(predicate, self.kind_reader, self.root, self.lineage(), state, served)
             except IndexCorruptError as error:
                 # Never a wrong answer, and never none: a damaged index costs a full scan.
-                chosen = full_scan(self._list_lake(), self._unusable(error))
-        self.last_plan = chosen
-        if chosen.unindexed_files or chosen.removed_files:
+                chosen = full_scan(state.files, *self._unusable(error))
+        if chosen.is_stale:
             log.info(
                 "index is stale: %d new or changed files are read without it, %d removed files skipped",
                 chosen.unindexed_files,
@@ -514,24 +437,22 @@ class Index:
             )
         return chosen
 
-    def _unusable(self, error: IndexCorruptError) -> str:
-        """Why this handle's index cannot serve (every file is then read), said once per handle
+    def _unusable(self, error: IndexCorruptError) -> tuple[str, Fallback]:
+        """Why this handle's index cannot serve (every file is then read), said once per index
         and cause: a version vacuumed since the handle opened it, which reopening cures, or
         damage, which a full refresh repairs."""
         if self.version not in IndexLog(self.storage, self.index_dir).versions():
+            fallback = Fallback.VACUUMED
             reason = (
                 f"index version {self.version} of '{self.name}' was vacuumed since this handle opened it: "
                 "every file is read; open the index again for its latest version"
             )
         else:
+            fallback = Fallback.DAMAGED
             reason = f"the index is damaged ({error}): every file is read; run a full refresh to repair it"
-        if reason not in self._said:
-            self._said.add(reason)
+        if self._shared.first_time(reason):
             log.warning("%s", reason)
-        return reason
+        return reason, fallback
 
-    def _list_lake(self) -> dict:
-        return list_data_files(self.storage, self.lake_root, self.location.home)
-
-    def _location(self, path: str) -> str:
+    def _shown(self, path: str) -> str:
         return path if self.storage.is_local else self.storage.uri(path)

@@ -1,8 +1,7 @@
 """Batch lookups (Hudi's getRecordLocations): many keys in, (key, file) pairs out, no Spark.
 
-The keys are sorted once and located in every segment with vectorised searches; each
-needed chunk is read once, and an index file most of whose chunks are needed is read whole
-in one read (see :mod:`lakeseek.lookup`). Files the index does not cover (new or rewritten
+The index's kind locates the keys in its files (the sorted kind: one vectorised search per
+segment, each needed chunk read once). Files the index does not cover (new or rewritten
 since indexing) are read, only the one column, so the pairs are exact: a file is paired
 with a key only if it holds a row with that key.
 """
@@ -16,42 +15,42 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from lakeseek.expressions.binding import value_type
-from lakeseek.format.index_file import FILE_ID, KEY, ROW_GROUP
 from lakeseek.format.values import KeyValue
-from lakeseek.lake import LakeState
-from lakeseek.lookup import IndexReader
+from lakeseek.kinds.base import FILE_ID, KEY, ROW_GROUP, KindReader
+from lakeseek.lake.state import LakeState
 
 FILE = "file"
 
 
 def locate_keys(
-    reader: IndexReader,
+    reader: KindReader,
     state: LakeState,
     column: str,
-    keys: Iterable[KeyValue] | pa.Array,
+    keys: pa.Array,
     open_files: Callable[[list[str]], ds.Dataset],
-) -> pa.Table:
-    """``(key, file[, row_group])`` for every key of ``keys`` held by a file of the lake.
+) -> pa.Table | None:
+    """``(key, file[, row_group])`` for every key of ``keys`` (distinct, of the reader's key
+    type) held by a file of the lake; None when the index's kind cannot locate keys.
 
-    ``file`` is relative to the lake root; ``open_files(paths)`` gives a pyarrow dataset
+    ``file`` is the path in the lake source; ``open_files(paths)`` gives a pyarrow dataset
     over lake files (here: those the index does not cover, which are read).
     """
-    index = reader.root.columns[column]
-    column_type = value_type(reader.root.schema.field(column).type)
-    wanted = exact_keys(keys, column_type, index.key_type)
-    entries = reader.point_entries(column, wanted)
+    located = reader.locate(column, keys)
+    if located is None:
+        return None
+    entries, exact = located
     live = pa.table(
         {FILE_ID: pa.array(list(state.indexed), pa.int32()), FILE: pa.array(list(state.indexed.values()), pa.string())}
     )
     names = [KEY, FILE, ROW_GROUP] if reader.row_groups else [KEY, FILE]
     found = entries.join(live, FILE_ID, join_type="inner").select(names)
-    if not _keys_are_exact(column_type, index.key_type):
+    if not exact:
         # A key stands for several column values (nanoseconds kept as microseconds): the
         # files it names are candidates, and reading them keeps the pairs that hold.
         candidates = sorted(set(found.column(FILE).to_pylist()))
-        found = scan_keys(candidates, column, wanted, open_files, reader.row_groups)
+        found = scan_keys(candidates, column, keys, open_files, reader.row_groups)
     if state.unindexed:
-        found = pa.concat_tables([found, scan_keys(state.unindexed, column, wanted, open_files, reader.row_groups)])
+        found = pa.concat_tables([found, scan_keys(state.unindexed, column, keys, open_files, reader.row_groups)])
     return found.sort_by([(KEY, "ascending"), (FILE, "ascending")])
 
 
@@ -88,10 +87,6 @@ def _array(keys: list, column_type: pa.DataType) -> pa.Array:
     except (pa.ArrowException, ValueError, TypeError, OverflowError):  # mixed Python types: one by one
         converted = (_converted(pa.scalar(key), column_type) for key in keys if key is not None)
         return pa.array([value for value in converted if value is not None], column_type)
-
-
-def _keys_are_exact(column_type: pa.DataType, key_type: pa.DataType) -> bool:
-    return not (pa.types.is_timestamp(column_type) and column_type.unit == "ns")
 
 
 def scan_keys(

@@ -1,9 +1,9 @@
 """What is damaged in an index: the checks ``status`` runs, each with its way out.
 
-Every file a version names protects itself: an index file by the exact offset, length and
-crc32 of its footer kept in the root (and Parquet page checksums inside), a lineage manifest
-or delta filter file by the crc32 and size in its name, a log entry by the crc32 of its body
-and the version it must hold. A damaged file never costs a wrong answer (readers fall back to
+Every file a version names protects itself: a lineage manifest by the crc32 and size in its
+name, a log entry by the crc32 of its body and the version it must hold, and an index file as
+its kind binds it (the sorted kind: the exact offset, length and crc32 of its footer kept in
+the root, and Parquet page checksums inside). A damaged file never costs a wrong answer (readers fall back to
 reading more data files); these checks say which files are damaged and what repairs them.
 """
 
@@ -12,13 +12,11 @@ from __future__ import annotations
 from lakeseek.commits.leases import LEASE_DIR, Leases
 from lakeseek.commits.log import IndexLog
 from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError
-from lakeseek.format.filters import read_filter_bytes
-from lakeseek.format.index_file import read_footer
 from lakeseek.format.lineage import read_lineage
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
-
-REPAIR = "`lakeseek refresh --mode full` rebuilds the index"
+from lakeseek.kinds import kind_named
+from lakeseek.kinds.base import REPAIR
 
 
 def problems(storage: Storage, index_dir: str, root: Root) -> list[str]:
@@ -32,24 +30,13 @@ def problems(storage: Storage, index_dir: str, root: Root) -> list[str]:
             log.read(version)
         except (IndexCorruptError, IndexNotFoundError) as error:
             found.append(f"{error}: version {root.version} is used instead; {REPAIR} past it")
-    for column in root.columns.values():
-        for info in column.files:
-            try:
-                read_footer(storage, f"{index_dir}/{info.path}", info, column.key_type)
-            except IndexCorruptError as error:
-                found.append(f"{error}: queries on '{column.name}' read every file; {REPAIR}")
-    parts = [*root.lineage.parts, root.lineage.pending] if root.lineage.pending else root.lineage.parts
-    for part in parts:
+    found.extend(kind_named(root.kind).reader(storage, index_dir, root).problems())
+    for part in root.lineage.all_parts:
         if part.path is not None:
             try:
                 read_lineage(storage, f"{index_dir}/{part.path}")
             except IndexCorruptError as error:
                 found.append(f"{error}: queries read every file; {REPAIR}")
-    if root.delta_filters is not None:
-        try:
-            read_filter_bytes(storage, f"{index_dir}/{root.delta_filters.path}")
-        except IndexCorruptError as error:
-            found.append(f"{error}: queries read every file; {REPAIR}")
     leases = Leases(storage, index_dir)
     for lease in leases.all():
         if not lease.readable:

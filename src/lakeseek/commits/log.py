@@ -1,4 +1,5 @@
-"""The index log: numbered, immutable JSON entries, each the root of one index version.
+"""The index log: numbered, immutable JSON entries, each the root of one index version and
+the actions of the commit that made it.
 
 ``<index>/log/00000000000000000000.json`` is version 0. A new version is committed by
 creating the next file with put-if-absent, so a commit is atomic, never overwrites, and
@@ -12,10 +13,14 @@ import json
 import logging
 import re
 import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from lakeseek.exceptions import CommitFailedError, IndexCorruptError, IndexNotFoundError
+from lakeseek.format.actions import Action
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
+from lakeseek.kinds import decode_content
 
 LOG_DIR = "log"
 _SUFFIX = ".json"
@@ -28,6 +33,16 @@ def is_entry_name(name: str) -> bool:
 
 
 logger = logging.getLogger("lakeseek")
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One committed version as the log tells it: what the commit did."""
+
+    version: int
+    operation: str
+    timestamp_ms: int
+    actions: tuple[dict, ...]  # each {"action": name, ...}: see lakeseek.format.actions
 
 
 class IndexLog:
@@ -47,9 +62,6 @@ class IndexLog:
             if match:
                 found.append(int(match.group(1)))
         return sorted(found)
-
-    def delete(self, version: int) -> None:
-        self.storage.delete_file(self.entry_path(version))
 
     def latest(self) -> Root:
         """The newest version that reads whole. Newer entries that do not (truncated, forged,
@@ -102,20 +114,41 @@ class IndexLog:
         return (above[-1] if above else base.version) + 1
 
     def read(self, version: int) -> Root:
+        return self._read(version)[0]
+
+    def _read(self, version: int) -> tuple[Root, dict]:
         path = self.entry_path(version)
         try:
             data = self.storage.read(path)
         except FileNotFoundError as error:
             raise IndexNotFoundError(f"index version {version} not found at {path}") from error
-        root = Root.from_json(decode_entry(data, path))
+        body = decode_entry(data, path)
+        root = Root.from_json(body, decode_content)
         if root.version != version:
             raise IndexCorruptError(f"index log entry {path} holds version {root.version}, not {version}")
-        return root
+        return root, body
 
-    def commit(self, root: Root, owner: str = "") -> None:
-        """Commit ``root`` as its version, or raise CommitFailedError if that version exists."""
+    def history(self, since: int = -1) -> list[LogEntry]:
+        """What each readable version after ``since`` did, oldest first (damaged entries left out)."""
+        found = []
+        for version in self.versions():
+            if version <= since:
+                continue
+            try:
+                root, body = self._read(version)
+            except IndexCorruptError:
+                continue
+            actions = body.get("actions")
+            listed = tuple(a for a in actions if isinstance(a, dict)) if isinstance(actions, list) else ()
+            found.append(LogEntry(version, root.operation, root.timestamp_ms, listed))
+        return found
+
+    def commit(self, root: Root, actions: Sequence[Action] = (), owner: str = "") -> None:
+        """Commit ``root`` (made by ``actions``) as its version, or raise CommitFailedError if
+        that version exists."""
+        body = {**root.to_json(), "actions": [action.describe() for action in actions]}
         try:
-            self.storage.put_if_absent(self.entry_path(root.version), encode_entry(root.to_json()), owner)
+            self.storage.put_if_absent(self.entry_path(root.version), encode_entry(body), owner)
         except FileExistsError as error:
             raise CommitFailedError(f"another writer committed index version {root.version} first") from error
 

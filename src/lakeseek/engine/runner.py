@@ -27,10 +27,15 @@ Engine = Literal["spark", "local"]
 
 
 class Runner(Protocol):
+    # Tasks that run at once: jobs split their work into at least this many tasks.
+    parallelism: int
+
     def run(self, label: str, tasks: list, function: Callable[..., list[dict]]) -> list[dict]: ...
 
 
 class LocalRunner:
+    parallelism = 1
+
     def run(self, label: str, tasks: list, function: Callable[..., list[dict]]) -> list[dict]:
         return [result for task in tasks for result in function(*task)]
 
@@ -39,6 +44,10 @@ class SparkRunner:
     def __init__(self, spark: SparkSession, progress: ProgressCallback | None = None) -> None:
         self.spark = spark
         self.progress = progress
+
+    @property
+    def parallelism(self) -> int:
+        return self.spark.sparkContext.defaultParallelism
 
     def run(self, label: str, tasks: list, function: Callable[..., list[dict]]) -> list[dict]:
         if not tasks:

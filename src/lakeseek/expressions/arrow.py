@@ -7,7 +7,6 @@ other number (so ``x > 1`` keeps NaN rows), which makes ``read`` agree with Spar
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,6 +14,7 @@ import pyarrow.dataset as ds
 
 from lakeseek.expressions import And, ColumnComparison, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
 from lakeseek.expressions.binding import value_type
+from lakeseek.expressions.like import like
 from lakeseek.expressions.types import arrow_scalar, common_type
 
 _UNKNOWN = pc.scalar(pa.scalar(None, pa.bool_()))
@@ -112,35 +112,6 @@ def _column_comparison(predicate: ColumnComparison, schema: pa.Schema) -> pc.Exp
     if compared != right_type:
         right = right.cast(compared, safe=False)
     return _OPERATORS[predicate.op](left, right)
-
-
-def like(strings: pc.Expression | pa.Array | pa.ChunkedArray, pattern: str):
-    r"""Which ``strings`` match the SQL LIKE ``pattern`` (Spark's escapes ``\%``, ``\_``, ``\\``).
-
-    Through a regular expression, not pyarrow's ``match_like``, whose prefix, suffix and
-    substring shortcuts take escaped text literally.
-    """
-    return pc.match_substring_regex(strings, pattern=like_regex(pattern))
-
-
-def like_tokens(pattern: str) -> Iterator[tuple[str, bool]]:
-    """The pattern's characters, each with whether it is a wildcard (escapes resolved)."""
-    escaped = False
-    for char in pattern:
-        if not escaped and char == "\\":
-            escaped = True
-            continue
-        yield char, not escaped and char in "%_"
-        escaped = False
-
-
-def like_regex(pattern: str) -> str:
-    """An RE2 expression matching what the LIKE ``pattern`` matches (escapes were validated by the parser)."""
-    parts = [
-        (".*" if char == "%" else ".") if wildcard else char if char.isalnum() else f"\\x{{{ord(char):x}}}"
-        for char, wildcard in like_tokens(pattern)
-    ]
-    return "(?s)^" + "".join(parts) + "$"
 
 
 def _float_comparison(op: str, field: pc.Expression, value: float, column_type: pa.DataType) -> pc.Expression:

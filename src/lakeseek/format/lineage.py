@@ -1,10 +1,9 @@
 """Lineage: the data files an index covers, as a Parquet manifest.
 
-One row per indexed file: ``file_id`` (what index entries point at), the file's path
-relative to the lake root, and the stamp it had when indexed: ``size``, ``mtime_ns`` and
-``version`` (the storage's token of its content, see ``lakeseek.io.Stamp``). A file
-whose stamp differs now is treated as not indexed. ``version`` is NULL for files recorded
-before format 3, which kept no token: such a file never matches, so it counts as changed.
+One row per indexed file: ``file_id`` (what index entries point at), the file's path as
+its lake source names it (relative to the lake's root), and the stamp it had when indexed:
+``size``, ``mtime_ns`` and ``version`` (the storage's token of its content, see
+``lakeseek.io.Stamp``). A file whose stamp differs now is treated as not indexed.
 
 A manifest is named after its checksum and size (:mod:`lakeseek.format.sealed`), which
 binds it to the root that names it.
@@ -18,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
-from lakeseek.format.sealed import check_sealed, is_sealed, sealed_name
+from lakeseek.format.sealed import check_sealed, sealed_name
 from lakeseek.io import Storage
 
 SCHEMA = pa.schema(
@@ -27,7 +26,7 @@ SCHEMA = pa.schema(
         pa.field("path", pa.string(), nullable=False),
         pa.field("size", pa.int64(), nullable=False),
         pa.field("mtime_ns", pa.int64(), nullable=False),
-        pa.field("version", pa.string(), nullable=True),
+        pa.field("version", pa.string(), nullable=False),
     ]
 )
 LINEAGE_DIR = "lineage"
@@ -42,7 +41,7 @@ class Lineage:
     paths: list[str]
     sizes: list[int]
     mtimes: list[int]
-    versions: list[str | None]  # None: not recorded (format 2), never matches the lake's
+    versions: list[str]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -92,15 +91,8 @@ def read_lineage(storage: Storage, path: str) -> Lineage:
         raise IndexCorruptError(f"lineage file {path} is missing") from error
     check_sealed(path, data, "lineage file")
     try:
-        table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
-        if "version" not in table.schema.names:  # a format 2 manifest: no version recorded
-            table = table.append_column("version", pa.nulls(table.num_rows, pa.string()))
-        table = table.select(SCHEMA.names).cast(SCHEMA)
+        table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True).select(SCHEMA.names).cast(SCHEMA)
     except (pa.ArrowException, OSError, KeyError, ValueError) as error:  # pyarrow: OSError for CRC and thrift
         raise IndexCorruptError(f"lineage file {path} is truncated or corrupt") from error
     columns = table.to_pydict()
-    versions = columns["version"]
-    if not is_sealed(path):
-        # Named before format 3: nothing binds it to its root, so it vouches for no file.
-        versions = [None] * len(versions)
-    return Lineage(columns["file_id"], columns["path"], columns["size"], columns["mtime_ns"], versions)
+    return Lineage(columns["file_id"], columns["path"], columns["size"], columns["mtime_ns"], columns["version"])

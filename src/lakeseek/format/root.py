@@ -1,108 +1,71 @@
-"""The root of an index version (the paper's Table 4, extended).
+"""The root of an index version: what every kind of index shares, plus the kind's own part.
 
-A root lists, per indexed column, its index files with their key ranges and the exact
-byte range of their footers, plus the lake's schema and a reference to the lineage
-manifest parts. It is small (a few hundred bytes per index file) and is stored as the JSON
-body of a log entry, so finding and reading the latest root is one read.
+A root names the lake's schema as the index reads it, the data files the index covers (its
+lineage, in parts) and its state; the kind of the index (``sorted``, ...) keeps its own
+structure under ``index`` (:class:`IndexContent`). A root is small (a few hundred bytes per
+index file, plus up to 20,000 inline lineage rows) and is the JSON body of a log entry, so
+opening the latest version is one read. docs/format.md specifies it.
 """
 
 from __future__ import annotations
 
-import bisect
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
 
 import pyarrow as pa
 
 from lakeseek.exceptions import IndexCorruptError, IndexFormatError
 from lakeseek.format import values
-from lakeseek.format.filters import FiltersRef
-from lakeseek.format.index_file import IndexFileInfo
-from lakeseek.format.lineage import Lineage
+from lakeseek.format.lineage import Lineage, read_lineage
 from lakeseek.format.sealed import index_path
-from lakeseek.format.values import KeyValue, sort_key
+from lakeseek.io import Storage
 
-# 3: lineage records each file's version token (docs/freshness.md), and manifests and the
-# delta filter file are named after their checksum and size (format/sealed.py).
-# 4: the schema is the merge of every indexed file's (types widened, other spellings of a
-# column in the schema's metadata; see lakeseek.evolution), and ``schema_checked`` says so.
-# 5: date and timestamp keys are numbers in JSON (days, microseconds since 1970-01-01 UTC)
-# and in bloom filters, so that every date and timestamp Spark holds can be indexed.
-FORMAT_VERSION = 5
-# Versions this lakeseek reads. A version 2 root recorded no version tokens: its files all
-# count as changed (every query reads them) until a refresh records them anew. A root
-# without ``schema_checked`` (versions 2 and 3) took its schema from one file: queries merge
-# in the schema of every file until a refresh checks them. Bloom filters of dates and
-# timestamps written before version 5 hashed other forms of the keys: they are not used
-# (``legacy_temporal_blooms``) by this root or any root built on it.
-READABLE_FORMAT_VERSIONS = (2, 3, 4, 5)
+# 6: the index's kind and its own part under "index"; log entries carry the actions of their
+# commit. Earlier versions are not read: an index of one is created again (docs/format.md).
+FORMAT_VERSION = 6
+READABLE_FORMAT_VERSIONS = (6,)
+
+ACTIVE = "active"
+DELETED = "deleted"
 
 
 @dataclass(frozen=True)
-class Segment:
-    """Index files of one column written by one operation: disjoint key ranges, sorted.
-
-    The first segment of a column is its main index; incremental refreshes add delta
-    segments (with bloom filters) until an optimize folds them back in.
-    """
-
-    files: tuple[IndexFileInfo, ...]
-    _mins: list[tuple] = field(default_factory=list, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        self._mins.extend(sort_key(f.min) for f in self.files)
-
-    @property
-    def entries(self) -> int:
-        return sum(f.entries for f in self.files)
-
-    @property
-    def size(self) -> int:
-        return sum(f.size for f in self.files)
-
-    def file_for(self, value: KeyValue) -> IndexFileInfo | None:
-        """The index file whose range holds ``value``, if any."""
-        position = bisect.bisect_right(self._mins, sort_key(value)) - 1
-        if position < 0:
-            return None
-        candidate = self.files[position]
-        return candidate if sort_key(value) <= sort_key(candidate.max) else None
-
-
-@dataclass(frozen=True)
-class ColumnIndex:
-    """The index of one column: its segments, main first."""
+class ColumnStatus:
+    """An indexed column as its kind tells it (``status``)."""
 
     name: str
-    key_type: pa.DataType
-    segments: tuple[Segment, ...]
+    type: str  # of its keys
+    entries: int
+    index_files: int
+    segments: int  # 1, plus one per refresh since the last optimize (where the kind keeps them)
+    bytes: int
+
+
+class IndexContent(Protocol):
+    """The part of a root that belongs to the index's kind (see :mod:`lakeseek.kinds`)."""
 
     @property
-    def files(self) -> list[IndexFileInfo]:
-        return [f for segment in self.segments for f in segment.files]
-
-    @property
-    def entries(self) -> int:
-        return sum(s.entries for s in self.segments)
+    def columns(self) -> tuple[str, ...]:
+        """The indexed columns, in the order they were added."""
+        ...
 
     @property
     def size(self) -> int:
-        return sum(s.size for s in self.segments)
+        """Bytes of the index files this part names."""
+        ...
 
-    def to_json(self) -> dict:
-        return {
-            "type": str(self.key_type),
-            "key_type": values.serialize_type(self.key_type),
-            "entries": self.entries,
-            "segments": [[f.to_json(self.key_type) for f in s.files] for s in self.segments],
-        }
+    def referenced_paths(self) -> set[str]:
+        """Files of the index directory this part names, relative to it."""
+        ...
 
-    @classmethod
-    def from_json(cls, name: str, raw: dict) -> ColumnIndex:
-        key_type = values.deserialize_type(raw["key_type"])
-        segments = tuple(
-            Segment(tuple(IndexFileInfo.from_json(f, key_type) for f in files)) for files in raw["segments"]
-        )
-        return cls(name, key_type, segments)
+    def column_statuses(self) -> list[ColumnStatus]: ...
+
+    def to_json(self) -> dict: ...
+
+
+# The kind's name and the JSON of its part -> its part, or IndexCorruptError/IndexFormatError.
+ContentDecoder = Callable[[str, dict], IndexContent]
 
 
 @dataclass(frozen=True)
@@ -130,6 +93,12 @@ class LineagePart:
             body["path"] = self.path
         return body
 
+    def read(self, storage: Storage, index_dir: str) -> Lineage:
+        """The part's files (IndexCorruptError when its manifest is damaged)."""
+        if self.inline is not None:  # an empty one too (every file tombstoned, then optimized)
+            return self.inline
+        return read_lineage(storage, f"{index_dir}/{self.path}")
+
     @classmethod
     def from_json(cls, raw: dict) -> LineagePart:
         inline = raw.get("inline")
@@ -143,21 +112,19 @@ class LineagePart:
 
 
 def _inline_lineage(raw: dict) -> Lineage:
-    ids = _listed(raw["ids"], int)
-    versions = raw.get("versions", [None] * len(ids))  # format 2 recorded none
     lineage = Lineage(
-        ids,
+        _listed(raw["ids"], int),
         _listed(raw["paths"], str),
         _listed(raw["sizes"], int),
         _listed(raw["mtimes_ns"], int),
-        _listed(versions, (str, type(None))),
+        _listed(raw["versions"], str),
     )
-    if not len(ids) == len(lineage.paths) == len(lineage.sizes) == len(lineage.mtimes) == len(lineage.versions):
+    if not len(lineage.ids) == len(lineage.paths) == len(lineage.sizes) == len(lineage.mtimes) == len(lineage.versions):
         raise ValueError("the inline lineage's lists differ in length")
     return lineage
 
 
-def _listed(raw: object, kind: type | tuple[type, ...]) -> list:
+def _listed(raw: object, kind: type) -> list:
     """A JSON list whose every item is of ``kind`` (bool is no int here), else ValueError."""
     if not isinstance(raw, list) or any(isinstance(item, bool) or not isinstance(item, kind) for item in raw):
         raise ValueError(f"an inline lineage list is not a list of {kind}")
@@ -191,8 +158,19 @@ class LineageSet:
 
     @property
     def inline_files(self) -> int:
-        parts = [*self.parts, self.pending] if self.pending else self.parts
-        return sum(p.files for p in parts if p.inline is not None)
+        return sum(p.files for p in self.all_parts if p.inline is not None)
+
+    @property
+    def all_parts(self) -> tuple[LineagePart, ...]:
+        return (*self.parts, self.pending) if self.pending else self.parts
+
+    def indexed(self, storage: Storage, index_dir: str) -> Lineage:
+        """The indexed files (tombstoned ones left out)."""
+        return Lineage.concat([part.read(storage, index_dir) for part in self.parts]).without(self.removed)
+
+    def recorded(self, storage: Storage, index_dir: str) -> Lineage:
+        """Files a quick refresh recorded without indexing them."""
+        return Lineage.concat([]) if self.pending is None else self.pending.read(storage, index_dir)
 
     def to_json(self) -> dict:
         return {
@@ -214,34 +192,6 @@ class LineageSet:
 
 
 @dataclass(frozen=True)
-class IndexConfig:
-    """How the index is built; refreshes and optimizes keep it.
-
-    ``row_groups``: entries point at the data files' row groups, not just the files, so
-    reads skip the row groups that cannot match (bigger index, fewer bytes read).
-    """
-
-    chunk_rows: int
-    entries_per_index_file: int
-    row_groups: bool = False
-
-    def to_json(self) -> dict:
-        return {
-            "chunk_rows": self.chunk_rows,
-            "entries_per_index_file": self.entries_per_index_file,
-            "row_groups": self.row_groups,
-        }
-
-    @classmethod
-    def from_json(cls, raw: dict) -> IndexConfig:
-        return cls(int(raw["chunk_rows"]), int(raw["entries_per_index_file"]), bool(raw.get("row_groups", False)))
-
-
-ACTIVE = "active"
-DELETED = "deleted"
-
-
-@dataclass(frozen=True)
 class Root:
     """One committed version of an index."""
 
@@ -250,38 +200,30 @@ class Root:
     timestamp_ms: int
     state: str  # ACTIVE, or DELETED: kept on storage but not used by queries
     data_version: int  # the version that last changed the lineage: a refresh's work is valid on top of it
-    config: IndexConfig
+    # The lake's schema: the merge of every indexed file's (lakeseek.lake.schemas), so each
+    # value of an indexed file is exact in it, and so is its key.
     schema: pa.Schema
-    spark_schema: str
+    spark_schema: str  # the same as Spark's StructType JSON
     partition_columns: tuple[str, ...]
-    columns: dict[str, ColumnIndex]
     lineage: LineageSet
-    delta_filters: FiltersRef | None = None  # bloom filters of the delta segments' index files
-    # Whether ``schema`` holds every indexed file's types (format 4): each value of an indexed
-    # file is exact in it, so is its key. False for roots of earlier formats.
-    schema_checked: bool = False
-    legacy_temporal_blooms: bool = False
+    kind: str  # the index's kind (lakeseek.kinds), which reads ``content``
+    content: IndexContent
+    # The lake source's token of the version the lineage describes, where the source has one
+    # (a table format's version): while the lake is at that version, nothing changed.
+    source_version: str | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.content.columns
 
     @property
     def index_bytes(self) -> int:
-        filters = self.delta_filters.size if self.delta_filters else 0
-        return sum(c.size for c in self.columns.values()) + self.lineage.size + filters
-
-    def delta_files(self) -> dict[str, tuple[ColumnIndex, IndexFileInfo]]:
-        """The index files of every delta segment, by path."""
-        return {f.path: (c, f) for c in self.columns.values() for s in c.segments[1:] for f in s.files}
-
-    @property
-    def segments(self) -> int:
-        return max((len(c.segments) for c in self.columns.values()), default=0)
+        return self.content.size + self.lineage.size
 
     def referenced_paths(self) -> set[str]:
         """Files of the index directory this version needs, relative to it."""
-        paths = {f.path for c in self.columns.values() for f in c.files}
-        parts = [*self.lineage.parts, self.lineage.pending] if self.lineage.pending else self.lineage.parts
-        paths.update(p.path for p in parts if p.path is not None)
-        if self.delta_filters is not None:
-            paths.add(self.delta_filters.path)
+        paths = self.content.referenced_paths()
+        paths.update(p.path for p in self.lineage.all_parts if p.path is not None)
         return paths
 
     def to_json(self) -> dict:
@@ -293,48 +235,50 @@ class Root:
             "timestamp_ms": self.timestamp_ms,
             "state": self.state,
             "data_version": self.data_version,
-            "config": self.config.to_json(),
             "schema": values.serialize_schema(self.schema),
             "spark_schema": self.spark_schema,
             "partition_columns": list(self.partition_columns),
-            "columns": {name: column.to_json() for name, column in self.columns.items()},
             "lineage": self.lineage.to_json(),
-            "delta_filters": None if self.delta_filters is None else self.delta_filters.to_json(),
-            "schema_checked": self.schema_checked,
-            "legacy_temporal_blooms": self.legacy_temporal_blooms,
+            "source_version": self.source_version,
+            "kind": self.kind,
+            "index": self.content.to_json(),
         }
 
     @classmethod
-    def from_json(cls, raw: dict) -> Root:
+    def from_json(cls, raw: dict, decode_content: ContentDecoder) -> Root:
         if not isinstance(raw, dict) or raw.get("format") != "lakeseek":
             raise IndexCorruptError("index log entry is not a lakeseek root")
         if raw.get("format_version") not in READABLE_FORMAT_VERSIONS:
+            readable = ", ".join(map(str, READABLE_FORMAT_VERSIONS))
+            version = raw.get("format_version")
+            older = (
+                isinstance(version, int) and not isinstance(version, bool) and version < min(READABLE_FORMAT_VERSIONS)
+            )
+            cure = "delete the index directory and create the index again" if older else "upgrade lakeseek"
             raise IndexFormatError(
-                f"index format version {raw.get('format_version')} is not supported by this "
-                f"lakeseek (it reads versions {', '.join(map(str, READABLE_FORMAT_VERSIONS))}); upgrade lakeseek"
+                f"index format version {version} is not supported by this lakeseek (it reads version {readable}): "
+                f"{cure}"
             )
         try:
+            kind = raw["kind"]
+            if not isinstance(kind, str) or not isinstance(raw["index"], dict):
+                raise ValueError("the root's kind or index is not of the right form")
+            source_version = raw.get("source_version")
+            if source_version is not None and not isinstance(source_version, str):
+                raise ValueError("the root's source version is not text")
             return cls(
                 version=int(raw["version"]),
                 operation=str(raw["operation"]),
                 timestamp_ms=int(raw["timestamp_ms"]),
                 state=str(raw["state"]),
                 data_version=int(raw["data_version"]),
-                config=IndexConfig.from_json(raw["config"]),
                 schema=values.deserialize_schema(raw["schema"]),
                 spark_schema=str(raw["spark_schema"]),
                 partition_columns=tuple(raw["partition_columns"]),
-                columns=_columns(raw["columns"]),
                 lineage=LineageSet.from_json(raw["lineage"]),
-                delta_filters=FiltersRef.from_json(raw.get("delta_filters")),
-                schema_checked=raw.get("schema_checked") is True,
-                legacy_temporal_blooms=raw["format_version"] < 5 or raw.get("legacy_temporal_blooms") is True,
+                kind=kind,
+                content=decode_content(kind, raw["index"]),
+                source_version=source_version,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise IndexCorruptError(f"index log entry is malformed ({error!r})") from error
-
-
-def _columns(raw: dict) -> dict[str, ColumnIndex]:
-    if not raw:  # lakeseek never commits an index of no column: a forged or damaged entry
-        raise ValueError("the root indexes no column")
-    return {name: ColumnIndex.from_json(name, column) for name, column in raw.items()}

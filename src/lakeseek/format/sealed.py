@@ -24,21 +24,11 @@ def sealed_name(operation_id: str, data: bytes) -> str:
     return f"{operation_id}-{zlib.crc32(data):08x}-{len(data)}.parquet"
 
 
-def is_sealed(path: str) -> bool:
-    """Whether the name of ``path`` binds its bytes (every such file since format 3)."""
-    return _SEALED.search(path) is not None
-
-
 def check_sealed(path: str, data: bytes, what: str) -> None:
-    """Raise IndexCorruptError unless ``data`` has the checksum and size the name of ``path`` binds.
-
-    A name that binds nothing was written before format 3 and is not checked: a lineage
-    manifest so named vouches for none of its files (``read_lineage``), and a delta filter
-    file so named only covers delta index files of such files, which every query reads anyway.
-    """
+    """Raise IndexCorruptError unless ``data`` has the checksum and size the name of ``path`` binds."""
     match = _SEALED.search(path)
     if match is None:
-        return
+        raise IndexCorruptError(f"{what} {path} is not named after its checksum and size: it binds nothing")
     if len(data) != int(match["size"]) or zlib.crc32(data) != int(match["crc32"], 16):
         raise IndexCorruptError(
             f"{what} {path} is not the file its index version wrote (checksum or size mismatch): "
@@ -49,7 +39,7 @@ def check_sealed(path: str, data: bytes, what: str) -> None:
 # Every file a root names lies below the index directory, in one of lakeseek's own folders:
 # a root naming anything else (``../``, an absolute path) is damaged or forged, and is
 # refused before any read, write or delete could use the name.
-_INDEX_PATH = re.compile(r"(data|lineage|filters)(/[A-Za-z0-9_=-][A-Za-z0-9_.=-]*)+")
+_INDEX_PATH = re.compile(r"(data|lineage)(/[A-Za-z0-9_=-][A-Za-z0-9_.=-]*)+")
 
 
 def index_path(raw: object) -> str:

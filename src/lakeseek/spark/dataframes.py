@@ -12,8 +12,8 @@ import pyarrow as pa
 
 from lakeseek.engine.paths import literal_path
 from lakeseek.expressions.sql import to_spark_sql
-from lakeseek.format.index_file import FILE_ID, KEY
 from lakeseek.format.root import DELETED
+from lakeseek.kinds.base import FILE_ID, KEY
 from lakeseek.locate import FILE
 
 if TYPE_CHECKING:
@@ -35,10 +35,10 @@ def to_spark(index: Index, spark: SparkSession, where: str) -> DataFrame:
     schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
     if not chosen.files:
         return spark.createDataFrame([], schema)
-    storage = index.storage
-    uris = [literal_path(storage.uri(f"{index.lake_root}/{path}")) for path in chosen.files]
+    lake = index.lake
+    uris = [literal_path(lake.file_uri(path)) for path in chosen.files]
     # basePath is taken as it is, never as a glob pattern.
-    reader = spark.read.schema(schema).option("basePath", storage.uri(index.lake_root))
+    reader = spark.read.schema(schema).option("basePath", lake.uri)
     return reader.parquet(*uris).where(to_spark_sql(where))
 
 
@@ -47,8 +47,9 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
     its only column), a DataFrame of ``(key, file)`` pairs out, for key sets too large for
     one machine. Files are URIs.
 
-    The index files are Parquet, so Spark reads the column's entries directly and joins them
-    with the keys (a broadcast or shuffle join, Spark's choice) and with the live lineage.
+    The index's entry files are Parquet (where its kind has them), so Spark reads the column's
+    entries directly and joins them with the keys (a broadcast or shuffle join, Spark's
+    choice) and with the live lineage.
     Files the index does not cover are read (the one column) and joined too, so the pairs
     are exact, as ``locate``'s.
     """
@@ -62,19 +63,21 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
             raise ValueError(f"the keys DataFrame has several columns ({', '.join(keys.columns)}): name key_column")
         key_column = keys.columns[0]
     state = index.lake_state()
-    storage = index.storage
+    lake = index.lake
     wanted = keys.select(F.col(key_column).alias(KEY)).where(F.col(KEY).isNotNull()).distinct()
-    uris = [storage.uri(f"{index.index_dir}/{info.path}") for info in index.root.columns[column].files]
+    entry_files = index.kind_reader.entry_files(column)
+    uris = [index.storage.uri(f"{index.index_dir}/{path}") for path in entry_files or []]
     lineage = pa.table(
         {
             FILE_ID: pa.array(list(state.indexed), pa.int32()),
-            FILE: pa.array([storage.uri(f"{index.lake_root}/{p}") for p in state.indexed.values()], pa.string()),
+            FILE: pa.array([lake.file_uri(p) for p in state.indexed.values()], pa.string()),
         }
     )
     parts = []
     unindexed = state.unindexed
-    if index.root.state == DELETED or not index.serves(column, state):
-        # A deleted index is not used, nor one whose column changed type since: every file is read.
+    if index.root.state == DELETED or not index.serves(column, state) or entry_files is None:
+        # A deleted index is not used, nor one whose column changed type since, nor one of a
+        # kind without entry files: every file is read.
         uris, unindexed = [], list(state.files)
     if uris and len(lineage):
         entries = spark.read.parquet(*[literal_path(uri) for uri in uris]).select(KEY, FILE_ID)
@@ -82,10 +85,10 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
         live = spark.createDataFrame(lineage)
         # distinct: with row-group precision a key has one entry per row group of a file.
         parts.append(entries.join(typed, KEY).join(F.broadcast(live), FILE_ID).select(KEY, FILE).distinct())
-    base = storage.uri(index.lake_root)
+    base = lake.uri
     schema = index.spark_schema() if unindexed else None
     for path in unindexed:
-        uri = storage.uri(f"{index.lake_root}/{path}")
+        uri = lake.file_uri(path)
         rows = spark.read.option("basePath", base).schema(schema).parquet(literal_path(uri))
         values = rows.select(F.col(column).alias(KEY)).distinct()
         held = values.join(_exactly_as(wanted, values.schema[KEY].dataType), KEY).withColumn(FILE, F.lit(uri))

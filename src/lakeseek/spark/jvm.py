@@ -33,7 +33,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import datasource as spark_filters
 
 from lakeseek.exceptions import LakeseekError
-from lakeseek.spark.datasource import Both, Either, open_source_index, plan_scan, usable
+from lakeseek.spark.datasource import open_source_index
+from lakeseek.spark.filters import Both, Either, usable
+from lakeseek.spark.scan import plan_scan
 
 log = logging.getLogger("lakeseek")
 JAVA_SOURCES = Path(__file__).parent / "java"

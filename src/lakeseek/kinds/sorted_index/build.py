@@ -10,7 +10,7 @@ and its JVM-to-Python transfer would cost several times more):
    index file of bounded chunks (so index files cover disjoint, ordered key ranges).
 
 The result is one segment per column: a whole index when ``create`` runs it over the lake,
-a delta segment (with bloom filters) when a refresh runs it over new files. Everything is
+an increment (with bloom filters) when a refresh runs it over new files. Everything is
 written under the operation's id (``data/<id>/``, spills in ``_tmp/<id>/``), so files of
 an operation that never commits are known and vacuumed.
 """
@@ -21,22 +21,21 @@ import itertools
 import math
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeseek.datetimes import file_rebase, open_parquet, spark_arrow_schema
-from lakeseek.engine.paths import literal_path
-from lakeseek.engine.runner import Runner, spark_errors
-from lakeseek.evolution import IncompatibleSchemaError, distinct_schemas, match_columns, merge_schemas
-from lakeseek.exceptions import LakeseekError
+from lakeseek.exceptions import IncompatibleSchemaError, LakeseekError
 from lakeseek.expressions.binding import resolve_column, value_type
 from lakeseek.format import values
-from lakeseek.format.index_file import (
+from lakeseek.format.lineage import Lineage
+from lakeseek.format.values import sort_key
+from lakeseek.io import storage_for
+from lakeseek.kinds.base import Job
+from lakeseek.kinds.sorted_index.content import IndexConfig, Segment
+from lakeseek.kinds.sorted_index.index_file import (
     FILE_ID,
     KEY,
     ROW_GROUP,
@@ -45,24 +44,17 @@ from lakeseek.format.index_file import (
     entry_schema,
     write_index_file,
 )
-from lakeseek.format.lineage import Lineage
-from lakeseek.format.root import IndexConfig, Segment
-from lakeseek.format.values import sort_key
-from lakeseek.io import Storage, storage_for
-from lakeseek.lake import partition_fields, reading_data_files
-from lakeseek.partitions import partition_values as spark_partition_values
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-TMP_DIR = "_tmp"
-DATA_DIR = "data"
+from lakeseek.lake.datetimes import file_rebase
+from lakeseek.lake.files import open_data_file, partition_fields, reading_data_files
+from lakeseek.lake.schemas import match_columns
+from lakeseek.sources import open_source
+from lakeseek.sources.base import LakeSource
 
 
-def index_file_prefix(operation_id: str, column_number: int) -> str:
+def index_file_prefix(data_dir: str, column_number: int) -> str:
     """Where an operation writes the index files of its ``column_number``-th column (every
     operation names them so: ``data/<operation>/c<n>-<uuid>.parquet``)."""
-    return f"{DATA_DIR}/{operation_id}/c{column_number}"
+    return f"{data_dir}/c{column_number}"
 
 
 # Lake bytes per scan task.
@@ -99,45 +91,40 @@ def indexed_columns(names: list[str], schema: pa.Schema, partition_columns: tupl
     ]
 
 
-@dataclass
+@dataclass(frozen=True)
 class IndexJob:
     """Index some lake files into one new segment per column."""
 
-    storage: Storage
-    lake_root: str
-    index_dir: str
-    operation_id: str
-    schema: pa.Schema
-    partition_columns: tuple[str, ...]
+    job: Job
     config: IndexConfig
-    parallelism: int = 2
 
-    @property
-    def tmp_dir(self) -> str:
-        return f"{self.index_dir}/{TMP_DIR}/{self.operation_id}"
-
-    def run(self, runner: Runner, columns: list[IndexedColumn], files: Lineage, *, bloom: bool) -> dict[str, Segment]:
+    def run(self, columns: list[IndexedColumn], files: Lineage, *, bloom: bool) -> dict[str, Segment]:
+        storage = self.job.storage
+        scratch = f"{self.job.files.index_dir}/{self.job.files.scratch_dir}"
         try:
-            return self._run(runner, columns, files, bloom)
+            return self._run(columns, files, bloom)
         finally:
-            if self.storage.is_dir(self.tmp_dir):
-                self.storage.delete_dir(self.tmp_dir)
+            if storage.is_dir(scratch):
+                storage.delete_dir(scratch)
 
-    def _run(self, runner: Runner, columns: list[IndexedColumn], files: Lineage, bloom: bool) -> dict[str, Segment]:
+    def _run(self, columns: list[IndexedColumn], files: Lineage, bloom: bool) -> dict[str, Segment]:
         if not len(files):
             return {c.name: Segment(()) for c in columns}
+        job = self.job
+        index_uri = job.storage.uri(job.files.index_dir)
         boundaries = self._boundaries(columns, files)
         scan = _ScanSpec(
-            self.storage.uri(self.lake_root),
-            self.storage.uri(self.tmp_dir),
-            values.serialize_schema(self.schema),
-            self.partition_columns,
+            job.source.uri,
+            index_uri,
+            job.files.scratch_dir,
+            values.serialize_schema(job.schema),
+            job.partition_columns,
             tuple(columns),
             {c.name: [values.encode(b, c.key_type) for b in boundaries[c.name]] for c in columns},
             self.config.row_groups,
         )
-        groups = _groups(files, self.parallelism)
-        spills = runner.run("scanning the lake", [(scan, group) for group in groups], _scan_task)
+        groups = _groups(files, job.runner.parallelism)
+        spills = job.runner.run("scanning the lake", [(scan, group) for group in groups], _scan_task)
         by_range: dict[tuple[int, int], list[str]] = defaultdict(list)
         for spill in spills:
             by_range[(spill["column"], spill["range"])].append(spill["path"])
@@ -145,8 +132,8 @@ class IndexJob:
         write_tasks = [
             (
                 _WriteSpec(
-                    self.storage.uri(self.index_dir),
-                    index_file_prefix(self.operation_id, position),
+                    index_uri,
+                    index_file_prefix(job.files.data_dir, position),
                     by_position[position],
                     self.config.chunk_rows,
                     bloom,
@@ -155,7 +142,7 @@ class IndexJob:
             )
             for (position, _), paths in sorted(by_range.items())
         ]
-        written = runner.run("writing index files", write_tasks, _write_task)
+        written = job.runner.run("writing index files", write_tasks, _write_task)
         segments = {}
         for column in columns:
             infos = sorted(
@@ -176,10 +163,10 @@ class IndexJob:
         """Range boundaries per column, from the distinct keys of a few evenly spread files."""
         step = max(1, len(files) // SAMPLE_FILES)
         sampled = files.paths[::step]
-        reader = _FileReader(self.storage, self.lake_root, self.schema, self.partition_columns)
+        reader = _FileReader(self.job.source, self.job.schema, self.job.partition_columns)
         keys: dict[str, list[pa.Array]] = defaultdict(list)
         for path in sampled:
-            with reading_data_files(self.storage, self.lake_root, [path]):
+            with reading_data_files(self.job.source, [path]):
                 distinct_keys = reader.distinct_keys(path, columns)
             for column, distinct in distinct_keys.items():
                 keys[column].append(distinct.column(KEY).combine_chunks())
@@ -190,63 +177,6 @@ class IndexJob:
             ranges = max(1, math.ceil(len(sample) * scale / self.config.entries_per_index_file))
             boundaries[column.name] = _quantiles(sample, ranges)
         return boundaries
-
-
-def discover_lake(spark: SparkSession, storage: Storage, lake_root: str, first_file: str) -> LakeSchema:
-    """The lake's schema as Spark reads it (partition types included: ``to_spark`` relies on them)."""
-    from lakeseek.engine.schema import lake_schema  # imports pyspark: only builds that start on Spark need it
-
-    with spark_errors():
-        spark_schema = spark.read.parquet(literal_path(storage.uri(lake_root))).schema
-    partition_columns = tuple(_partition_columns(spark_schema.names, first_file))
-    physical = spark_arrow_schema(open_parquet(f"{lake_root}/{first_file}", storage.fs))
-    return LakeSchema(
-        lake_schema(spark_schema, physical, list(partition_columns)), spark_schema.json(), partition_columns
-    )
-
-
-# Up to this many files, their footers are read in this process (by threads), else by a job.
-FOOTERS_IN_PROCESS = 1_000
-FOOTERS_PER_TASK = 2_000
-
-
-def merged_schema(
-    runner: Callable[[], Runner],
-    storage: Storage,
-    lake_root: str,
-    schema: pa.Schema,
-    partition_columns: tuple[str, ...],
-    paths: list[str],
-) -> pa.Schema:
-    """``schema`` with the schema of every data file of ``paths`` merged in (see
-    :mod:`lakeseek.evolution`): wider types, new columns, other spellings of a column; an
-    IncompatibleSchemaError names a file whose column has no exact common type with the lake's."""
-    if len(paths) <= FOOTERS_IN_PROCESS:
-        found = distinct_schemas(storage, lake_root, paths)
-    else:
-        uri = storage.uri(lake_root)
-        tasks = [(uri, paths[i : i + FOOTERS_PER_TASK]) for i in range(0, len(paths), FOOTERS_PER_TASK)]
-        results = runner().run("reading the files' schemas", tasks, _schemas_task)
-        found = [(result["path"], values.deserialize_schema(result["schema"])) for result in results]
-    return merge_schemas(schema, found, partition_columns)
-
-
-def _schemas_task(lake_uri: str, paths: list[str]) -> list[dict]:
-    storage, lake_root = storage_for(lake_uri)
-    found = distinct_schemas(storage, lake_root, paths)
-    return [{"path": path, "schema": values.serialize_schema(schema)} for path, schema in found]
-
-
-@dataclass(frozen=True)
-class LakeSchema:
-    schema: pa.Schema
-    spark_schema: str
-    partition_columns: tuple[str, ...]
-
-
-def _partition_columns(names: list[str], first_file: str) -> list[str]:
-    keys = [part.split("=", 1)[0] for part in first_file.split("/")[:-1] if "=" in part]
-    return [name for name in names if name in keys]
 
 
 def _quantiles(sample: pa.Array, ranges: int) -> list:
@@ -280,7 +210,8 @@ def _groups(lineage: Lineage, parallelism: int) -> list[list[tuple[int, str]]]:
 @dataclass(frozen=True)
 class _ScanSpec:
     lake_uri: str
-    tmp_uri: str
+    index_uri: str
+    scratch_dir: str  # relative to the index directory
     schema_text: str
     partition_columns: tuple[str, ...]
     columns: tuple[IndexedColumn, ...]
@@ -291,9 +222,8 @@ class _ScanSpec:
 class _FileReader:
     """Reads the distinct keys (or distinct (key, row group) pairs) of indexed columns, file by file."""
 
-    def __init__(self, storage: Storage, lake_root: str, schema: pa.Schema, partition_columns: tuple[str, ...]) -> None:
-        self.storage = storage
-        self.lake_root = lake_root
+    def __init__(self, source: LakeSource, schema: pa.Schema, partition_columns: tuple[str, ...]) -> None:
+        self.source = source
         self.schema = schema
         self.partitioning = partition_fields(schema, partition_columns)  # values parsed as Spark does, in UTC
 
@@ -301,8 +231,8 @@ class _FileReader:
         self, path: str, columns: tuple[IndexedColumn, ...] | list[IndexedColumn], row_groups: bool = False
     ) -> dict[str, pa.Table]:
         """Per column, a table of its distinct keys (``key``), with ``row_group`` when asked."""
-        file = open_parquet(f"{self.lake_root}/{path}", self.storage.fs)
-        # Each column under its own spelling, else the file's other spelling of it (lakeseek.evolution).
+        file = open_data_file(self.source, path)
+        # Each column under its own spelling, else the file's other spelling of it (lakeseek.lake.schemas).
         physical = match_columns([c.name for c in columns if not c.is_partition], file.schema_arrow.names)
         wanted = list(dict.fromkeys(physical.values()))
         table = file.read(columns=wanted, use_threads=False) if wanted else None
@@ -310,7 +240,7 @@ class _FileReader:
         if rebase is not None:  # values Spark reads rebased from the Julian calendar
             table = rebase.apply(table)
         partition_values = (
-            spark_partition_values(path, self.partitioning) if any(c.is_partition for c in columns) else {}
+            self.source.partition_values(path, self.partitioning, "UTC") if any(c.is_partition for c in columns) else {}
         )
         groups = None
         if row_groups:
@@ -338,7 +268,7 @@ class _FileReader:
 
     def _keys(self, raw: pa.Array, column: IndexedColumn, path: str) -> pa.Array:
         """A file's values of ``column`` as index keys, never changed: cast to the lake's type of
-        the column (which holds every file's values exactly: see lakeseek.evolution), then to the
+        the column (which holds every file's values exactly: see lakeseek.lake.schemas), then to the
         key type (which drops only the nanoseconds of a nanosecond column, by design)."""
         column_type = value_type(self.schema.field(column.name).type)
         try:
@@ -353,13 +283,14 @@ class _FileReader:
 
 
 def _scan_task(spec: _ScanSpec, files: list[tuple[int, str]]) -> list[dict]:
-    storage, lake_root = storage_for(spec.lake_uri)
-    _, tmp_dir = storage_for(spec.tmp_uri)
+    source = open_source(spec.lake_uri)
+    storage, index_dir = storage_for(spec.index_uri)
+    scratch = f"{index_dir}/{spec.scratch_dir}"
     schema = values.deserialize_schema(spec.schema_text)
-    reader = _FileReader(storage, lake_root, schema, spec.partition_columns)
+    reader = _FileReader(source, schema, spec.partition_columns)
     found: dict[str, list[pa.Table]] = defaultdict(list)
     for file_id, path in files:
-        with reading_data_files(storage, lake_root, [path]):  # a damaged file: an error naming it
+        with reading_data_files(source, [path]):  # a damaged file: an error naming it
             distinct_keys = reader.distinct_keys(path, spec.columns, spec.row_groups)
         for column, distinct in distinct_keys.items():
             found[column].append(distinct.append_column(FILE_ID, pa.array([file_id] * len(distinct), pa.int32())))
@@ -372,7 +303,7 @@ def _scan_task(spec: _ScanSpec, files: list[tuple[int, str]]) -> list[dict]:
         ranges = _range_numbers(entries.column(KEY), [values.decode(b, key_type) for b in spec.boundaries[column.name]])
         for number in pc.unique(ranges).to_pylist():
             part = entries.filter(pc.equal(ranges, number))
-            path = f"{tmp_dir}/c{column.position}-r{number}-{task}.arrow"
+            path = f"{scratch}/c{column.position}-r{number}-{task}.arrow"
             sink = pa.BufferOutputStream()
             with pa.ipc.new_file(sink, part.schema) as writer:
                 writer.write_table(part)

@@ -16,12 +16,16 @@ those types the way Spark does, so ``read``, ``files`` and the index agree with
 - dates are Spark's string-to-date cast of the raw text; timestamps its cast of the unescaped
   text, **in the session time zone** (``2024-01-01 10%3A00%3A00`` is 10:00 there);
 - ``__HIVE_DEFAULT_PARTITION__`` is NULL.
+
+The types themselves are inferred as Spark infers them (:func:`infer_partition_types`), so a
+directory that changes a column's type (``p=2.5`` after ``p=1``) changes it for the whole lake.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable, Sequence
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -32,6 +36,7 @@ import pyarrow.dataset as ds
 
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.types import _TIMESTAMP_TEXT, parse_date, parse_timestamp
+from lakeseek.lake.schemas import MAX_DECIMAL_PRECISION, wider_decimal
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 UTC = "UTC"
@@ -214,3 +219,137 @@ def partition_expression(path: str, fields: pa.Schema, time_zone: str = UTC) -> 
         term = column.is_null() if value is None else column == pa.scalar(value, fields.field(name).type)
         expression = term if expression is None else expression & term
     return ds.scalar(True) if expression is None else expression
+
+
+# -- partition types: Spark's inference (PartitioningUtils.inferPartitionColumnValue) ---------------
+_BIG_DECIMAL = re.compile(r"([+-]?)(?:(\d+)\.?(\d*)|\.(\d+))(?:[eE]([+-]?\d+))?")
+_JAVA_DOUBLE_TEXT = re.compile(
+    r"[\x00-\x20]*[+-]?(?:NaN|Infinity|(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+    r"|(?:0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+))[fFdD]?[\x00-\x20]*"
+)
+_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})", re.ASCII)
+_TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d))?", re.ASCII)
+
+
+def infer_partition_value(raw: str) -> pa.DataType:
+    """The type Spark infers for one raw (still escaped) partition directory value:
+    INT, BIGINT, DECIMAL(p, 0), DOUBLE, TIMESTAMP, DATE or STRING (NULL for Hive's NULL)."""
+    if _JAVA_INTEGER.fullmatch(raw):
+        number = int(raw)
+        if -(2**31) <= number < 2**31:
+            return pa.int32()
+        if -(2**63) <= number < 2**63:
+            return pa.int64()
+    decimal = _decimal_type(raw)
+    if decimal is not None:
+        return decimal
+    if _JAVA_DOUBLE_TEXT.fullmatch(raw):
+        return pa.float64()
+    if _is_timestamp(unescape_path_name(raw)):
+        return pa.timestamp("us", tz="UTC")
+    if _is_date(raw):
+        return pa.date32()
+    return pa.null() if raw == DEFAULT_PARTITION_NAME else pa.string()
+
+
+def _decimal_type(raw: str) -> pa.DataType | None:
+    """``new java.math.BigDecimal(raw)`` with no fraction digit left, as a Spark DECIMAL."""
+    match = _BIG_DECIMAL.fullmatch(raw)
+    if match is None:
+        return None
+    _, whole, fraction, only_fraction, exponent = match.groups()
+    digits = (whole or "") + (fraction or "") + (only_fraction or "")
+    scale = len(fraction or only_fraction or "") - int(exponent or 0)
+    if scale > 0:
+        return None
+    try:
+        unscaled = Decimal(digits)
+    except InvalidOperation:  # pragma: no cover - the regex admits digits only
+        return None
+    precision = max(1, len(str(int(unscaled)).lstrip("-"))) - scale  # a negative scale becomes 0
+    return pa.decimal128(precision, 0) if precision <= MAX_DECIMAL_PRECISION else None
+
+
+def _is_date(raw: str) -> bool:
+    match = _DATE.fullmatch(raw)
+    if match is None:
+        return False
+    try:
+        dt.date(*(int(part) for part in match.groups()))
+    except ValueError:
+        return False
+    return True
+
+
+def _is_timestamp(text: str) -> bool:
+    match = _TIMESTAMP.fullmatch(text)
+    if match is None:
+        return False
+    try:
+        dt.datetime(*(int(part) for part in match.groups()[:6]))
+    except ValueError:
+        return False
+    return True
+
+
+def _wider_partition_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """Spark's ``findWiderTypeForPartitionColumn`` over the types :func:`infer_partition_value` gives."""
+    if a.equals(b):
+        return a
+    if pa.types.is_null(a) or pa.types.is_null(b):
+        return b if pa.types.is_null(a) else a
+    pair = {_kind(a), _kind(b)}
+    if pair <= {"int", "long"}:
+        return pa.int64()
+    if pair <= {"int", "double"}:
+        return pa.float64()
+    if "decimal" in pair and pair <= {"int", "long", "decimal"}:
+        wider = wider_decimal(a, b)
+        integer, scale = (wider.precision, 0) if wider is not None else (MAX_DECIMAL_PRECISION, 0)
+        return pa.decimal128(min(integer, MAX_DECIMAL_PRECISION), scale)
+    if pair == {"date", "timestamp"}:
+        return pa.timestamp("us", tz="UTC")
+    return pa.string()
+
+
+def _kind(t: pa.DataType) -> str:
+    if t == pa.int32():
+        return "int"
+    if t == pa.int64():
+        return "long"
+    if pa.types.is_decimal(t):
+        return "decimal"
+    if pa.types.is_floating(t):
+        return "double"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    return "string"
+
+
+def _raw_values(paths: Iterable[str], columns: Sequence[str]) -> dict[str, set[str]]:
+    """The raw values of each partition column in the directories of ``paths`` (relative)."""
+    wanted = {c.lower(): c for c in columns}
+    found: dict[str, set[str]] = {c: set() for c in columns}
+    directories = {path.rpartition("/")[0] for path in paths}
+    for directory in directories:
+        for part in directory.split("/") if directory else ():
+            key, equals, raw = part.partition("=")
+            column = wanted.get(unescape_path_name(key).lower()) if equals else None
+            if column is not None and raw:
+                found[column].add(raw)
+    return found
+
+
+def infer_partition_types(paths: Iterable[str], columns: Sequence[str]) -> dict[str, pa.DataType]:
+    """The type Spark infers for each partition column from the lake's files ``paths``."""
+    types = {}
+    for column, raws in _raw_values(paths, columns).items():
+        if not raws:
+            continue
+        inferred = pa.null()
+        for raw in sorted(raws):
+            inferred = _wider_partition_type(inferred, infer_partition_value(raw))
+        types[column] = inferred
+    return types

@@ -1,5 +1,5 @@
 """The lake's schema now: files that disagree on a column's type, columns added by new files,
-partition values of a new type, and column names spelled in another case.
+and column names spelled in another case.
 
 The rule (README, "The lake's schema"): lakeseek reads the lake with the schema
 ``spark.read.option("mergeSchema", "true").parquet(LAKE)`` infers, where Spark can infer one:
@@ -16,9 +16,9 @@ The rule (README, "The lake's schema"): lakeseek reads the lake with the schema
   into another.
 * **New columns** (in files added or rewritten since indexing) are added after the index's
   recorded columns, before the partition columns, in the order of the files' paths.
-* **Partition columns** take the type Spark infers from the lake's current listing
-  (:func:`infer_partition_types`, a port of Spark's ``PartitioningUtils``), so ``p=2.5`` after
-  ``p=1`` makes ``p`` a DOUBLE everywhere, as in Spark.
+* **Partition columns** take the type their lake source gives them now (a directory's:
+  :mod:`lakeseek.sources.partitions`, so ``p=2.5`` after ``p=1`` makes ``p`` a DOUBLE everywhere,
+  as in Spark).
 
 The index's root records the schema its indexed files merge to; a query merges in the footers
 of the files it reads without the index (new, changed or recorded ones).
@@ -26,27 +26,18 @@ of the files it reads without the index (new, changed or recorded ones).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 
-from lakeseek.datetimes import open_parquet, spark_arrow_schema
 from lakeseek.exceptions import IncompatibleSchemaError
-from lakeseek.io import Storage
-from lakeseek.lake import open_dataset, reading_data_files
-from lakeseek.partitions import DEFAULT_PARTITION_NAME, unescape_path_name
 
 # Schema metadata: {column: [its other spellings in some files]}, for columns named differently
 # (in case only) by some files.
 SPELLINGS = b"lakeseek.spellings"
-_MAX_DECIMAL = 38
+MAX_DECIMAL_PRECISION = 38
 
 
 # -- types -------------------------------------------------------------------------------------------
@@ -77,7 +68,7 @@ def widen(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         family = _UNSIGNED if unsigned else _SIGNED
         return next((t for t in family if _range(t)[0] <= low and high <= _range(t)[1]), None)
     if pa.types.is_decimal(a) or pa.types.is_decimal(b):
-        return _wider_decimal(a, b)
+        return wider_decimal(a, b)
     if pa.types.is_floating(a) and pa.types.is_floating(b):
         return pa.float64() if not (pa.types.is_float16(a) or pa.types.is_float16(b)) else None
     if pa.types.is_integer(a) or pa.types.is_integer(b):
@@ -99,7 +90,7 @@ def widen(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     return None
 
 
-def _wider_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+def wider_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     def digits(t: pa.DataType) -> tuple[int, int] | None:
         if pa.types.is_decimal(t):
             return t.precision - t.scale, t.scale
@@ -111,7 +102,7 @@ def _wider_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     if left is None or right is None:
         return None
     integer, scale = max(left[0], right[0]), max(left[1], right[1])
-    if integer + scale > _MAX_DECIMAL:
+    if integer + scale > MAX_DECIMAL_PRECISION:
         return None
     return pa.decimal128(integer + scale, scale)
 
@@ -206,34 +197,6 @@ def merge_file_schema(
     return _with_spellings(pa.schema(fields, metadata=schema.metadata), known)
 
 
-def plain_schema(schema: pa.Schema) -> pa.Schema:
-    """A file's schema without the metadata that differs from file to file."""
-    return pa.schema([pa.field(f.name, f.type) for f in schema])
-
-
-def file_schema(storage: Storage, lake_root: str, path: str) -> pa.Schema:
-    """The Arrow schema lakeseek reads a data file with (INT96 as Spark types it)."""
-    return plain_schema(spark_arrow_schema(open_parquet(f"{lake_root}/{path}", storage.fs)))
-
-
-def file_schemas(storage: Storage, lake_root: str, paths: Sequence[str]) -> list[pa.Schema]:
-    """The schemas of ``paths`` (footers read in parallel); a damaged or vanished file is a
-    DataFileError naming it."""
-    with reading_data_files(storage, lake_root, paths):
-        if len(paths) <= 1:
-            return [file_schema(storage, lake_root, path) for path in paths]
-        with ThreadPoolExecutor(min(16, len(paths))) as pool:
-            return list(pool.map(lambda path: file_schema(storage, lake_root, path), paths))
-
-
-def distinct_schemas(storage: Storage, lake_root: str, paths: Sequence[str]) -> list[tuple[str, pa.Schema]]:
-    """Each distinct schema among the files ``paths`` (in order), with the first file holding it."""
-    seen: dict[bytes, tuple[str, pa.Schema]] = {}
-    for path, schema in zip(paths, file_schemas(storage, lake_root, paths), strict=True):
-        seen.setdefault(schema.serialize().to_pybytes(), (path, schema))
-    return list(seen.values())
-
-
 def merge_schemas(
     schema: pa.Schema, files: Iterable[tuple[str, pa.Schema]], partition_columns: Sequence[str]
 ) -> pa.Schema:
@@ -250,150 +213,14 @@ def with_partition_types(schema: pa.Schema, types: Mapping[str, pa.DataType]) ->
     return schema
 
 
-# -- partition columns: Spark's inference (PartitioningUtils.inferPartitionColumnValue) ---------------
-_INTEGER = re.compile(r"[+-]?\d+")
-_BIG_DECIMAL = re.compile(r"([+-]?)(?:(\d+)\.?(\d*)|\.(\d+))(?:[eE]([+-]?\d+))?")
-_JAVA_DOUBLE = re.compile(
-    r"[\x00-\x20]*[+-]?(?:NaN|Infinity|(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
-    r"|(?:0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+))[fFdD]?[\x00-\x20]*"
-)
-_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})", re.ASCII)
-_TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d))?", re.ASCII)
-
-
-def infer_partition_value(raw: str) -> pa.DataType:
-    """The type Spark infers for one raw (still escaped) partition directory value:
-    INT, BIGINT, DECIMAL(p, 0), DOUBLE, TIMESTAMP, DATE or STRING (NULL for Hive's NULL)."""
-    if _INTEGER.fullmatch(raw):
-        number = int(raw)
-        if -(2**31) <= number < 2**31:
-            return pa.int32()
-        if -(2**63) <= number < 2**63:
-            return pa.int64()
-    decimal = _decimal_type(raw)
-    if decimal is not None:
-        return decimal
-    if _JAVA_DOUBLE.fullmatch(raw):
-        return pa.float64()
-    if _is_timestamp(unescape_path_name(raw)):
-        return pa.timestamp("us", tz="UTC")
-    if _is_date(raw):
-        return pa.date32()
-    return pa.null() if raw == DEFAULT_PARTITION_NAME else pa.string()
-
-
-def _decimal_type(raw: str) -> pa.DataType | None:
-    """``new java.math.BigDecimal(raw)`` with no fraction digit left, as a Spark DECIMAL."""
-    match = _BIG_DECIMAL.fullmatch(raw)
-    if match is None:
-        return None
-    _, whole, fraction, only_fraction, exponent = match.groups()
-    digits = (whole or "") + (fraction or "") + (only_fraction or "")
-    scale = len(fraction or only_fraction or "") - int(exponent or 0)
-    if scale > 0:
-        return None
-    try:
-        unscaled = Decimal(digits)
-    except InvalidOperation:  # pragma: no cover - the regex admits digits only
-        return None
-    precision = max(1, len(str(int(unscaled)).lstrip("-"))) - scale  # a negative scale becomes 0
-    return pa.decimal128(precision, 0) if precision <= _MAX_DECIMAL else None
-
-
-def _is_date(raw: str) -> bool:
-    match = _DATE.fullmatch(raw)
-    if match is None:
-        return False
-    try:
-        dt.date(*(int(part) for part in match.groups()))
-    except ValueError:
-        return False
-    return True
-
-
-def _is_timestamp(text: str) -> bool:
-    match = _TIMESTAMP.fullmatch(text)
-    if match is None:
-        return False
-    try:
-        dt.datetime(*(int(part) for part in match.groups()[:6]))
-    except ValueError:
-        return False
-    return True
-
-
-def _wider_partition_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
-    """Spark's ``findWiderTypeForPartitionColumn`` over the types :func:`infer_partition_value` gives."""
-    if a.equals(b):
-        return a
-    if pa.types.is_null(a) or pa.types.is_null(b):
-        return b if pa.types.is_null(a) else a
-    pair = {_kind(a), _kind(b)}
-    if pair <= {"int", "long"}:
-        return pa.int64()
-    if pair <= {"int", "double"}:
-        return pa.float64()
-    if "decimal" in pair and pair <= {"int", "long", "decimal"}:
-        wider = _wider_decimal(a, b)
-        integer, scale = (wider.precision, 0) if wider is not None else (_MAX_DECIMAL, 0)
-        return pa.decimal128(min(integer, _MAX_DECIMAL), scale)
-    if pair == {"date", "timestamp"}:
-        return pa.timestamp("us", tz="UTC")
-    return pa.string()
-
-
-def _kind(t: pa.DataType) -> str:
-    if t == pa.int32():
-        return "int"
-    if t == pa.int64():
-        return "long"
-    if pa.types.is_decimal(t):
-        return "decimal"
-    if pa.types.is_floating(t):
-        return "double"
-    if pa.types.is_date(t):
-        return "date"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    return "string"
-
-
-def _raw_values(paths: Iterable[str], columns: Sequence[str]) -> dict[str, set[str]]:
-    """The raw values of each partition column in the directories of ``paths`` (relative)."""
-    wanted = {c.lower(): c for c in columns}
-    found: dict[str, set[str]] = {c: set() for c in columns}
-    directories = {path.rpartition("/")[0] for path in paths}
-    for directory in directories:
-        for part in directory.split("/") if directory else ():
-            key, equals, raw = part.partition("=")
-            column = wanted.get(unescape_path_name(key).lower()) if equals else None
-            if column is not None and raw:
-                found[column].add(raw)
-    return found
-
-
-def infer_partition_types(paths: Iterable[str], columns: Sequence[str]) -> dict[str, pa.DataType]:
-    """The type Spark infers for each partition column from the lake's files ``paths``."""
-    types = {}
-    for column, raws in _raw_values(paths, columns).items():
-        if not raws:
-            continue
-        inferred = pa.null()
-        for raw in sorted(raws):
-            inferred = _wider_partition_type(inferred, infer_partition_value(raw))
-        types[column] = inferred
-    return types
-
-
 def current_partition_types(
-    recorded: pa.Schema, columns: Sequence[str], then: Mapping[str, pa.DataType], paths: Iterable[str]
+    recorded: pa.Schema, columns: Sequence[str], then: Mapping[str, pa.DataType], now: Mapping[str, pa.DataType]
 ) -> dict[str, pa.DataType]:
-    """The partition columns' types now: inferred from ``paths`` (the lake's listing), for each
-    column whose recorded type (Spark's, when the index was built) is ``then``'s, the same
-    inference over the files the index was built on (:func:`infer_partition_types` of their
-    paths). A column whose recorded type the inference does not reproduce (say
-    ``spark.sql.sources.partitionColumnTypeInference`` was off) keeps it."""
-    now = infer_partition_types(paths, columns)
+    """The partition columns' types now: the lake source's types for its files now (``now``),
+    for each column whose recorded type (Spark's, when the index was built) is the source's
+    type for the files the index was built on (``then``). A column whose recorded type the
+    source does not reproduce (say Spark's ``spark.sql.sources.partitionColumnTypeInference``
+    was off) keeps it."""
     types = {}
     for column in columns:
         if column not in recorded.names or column not in now:
@@ -458,62 +285,3 @@ def spark_schema_json(
     named = set(schema.names)
     out += [f for f in fields.values() if f["name"] not in named]  # Spark types lakeseek reads no column of
     return json.dumps({"type": "struct", "fields": out})
-
-
-# -- reading -----------------------------------------------------------------------------------------
-def open_files(
-    storage: Storage,
-    lake_root: str,
-    paths: list[str],
-    schema: pa.Schema,
-    partition_columns: tuple[str, ...],
-    row_groups: Mapping[str, Sequence[int]] | None = None,
-    **options: Any,
-):
-    """:func:`lakeseek.lake.open_dataset` (``options`` are its own), where files that spell a
-    column in another case (see :data:`SPELLINGS`) are read under the schema's spelling."""
-    other = spellings(schema)
-    schema = without_spellings(schema)
-    if not other or not paths:
-        return open_dataset(storage, lake_root, paths, schema, partition_columns, row_groups, **options)
-    data = [name for name in schema.names if name not in partition_columns]
-    renamed: dict[str, dict[str, str]] = {}
-    for path, found in zip(paths, file_schemas(storage, lake_root, paths), strict=True):
-        names = {name: file_name for name, file_name in match_columns(data, found.names).items() if name != file_name}
-        if names:
-            renamed[path] = names
-    if not renamed:
-        return open_dataset(storage, lake_root, paths, schema, partition_columns, row_groups, **options)
-    selected = row_groups or {}
-    same = [path for path in paths if path not in renamed]
-    parts = [open_dataset(storage, lake_root, same, schema, partition_columns, row_groups, **options)] if same else []
-    for path, names in renamed.items():
-        spelled = pa.schema([field.with_name(names.get(field.name, field.name)) for field in schema])
-        groups = {path: selected[path]} if path in selected else None
-        table = open_dataset(storage, lake_root, [path], spelled, partition_columns, groups, **options).to_table()
-        parts.append(ds.dataset(table.rename_columns(schema.names)))
-    return _Files(schema, parts)
-
-
-class _Files:
-    """The part of a pyarrow dataset lakeseek uses (``schema``, ``to_table``, ``to_batches``,
-    ``get_fragments``) over datasets of the same schema: its files, some read renamed."""
-
-    def __init__(self, schema: pa.Schema, parts: list) -> None:
-        self.schema = schema
-        self.parts = parts
-
-    def get_fragments(self, filter=None):
-        for part in self.parts:
-            yield from part.get_fragments()
-
-    def to_batches(self, columns=None, filter=None, **kwargs):
-        for part in self.parts:
-            yield from part.to_batches(columns=columns, filter=filter, **kwargs)
-
-    def to_table(self, columns=None, filter=None, **kwargs) -> pa.Table:
-        tables = [part.to_table(columns=columns, filter=filter, **kwargs) for part in self.parts]
-        return pa.concat_tables(tables)
-
-    def count_rows(self, filter=None) -> int:
-        return sum(part.count_rows(filter=filter) for part in self.parts)

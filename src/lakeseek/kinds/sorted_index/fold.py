@@ -1,12 +1,12 @@
-"""The optimize job: fold delta segments into the main index (the paper's Algorithm 2).
+"""The optimize job: fold increments into the main index (the paper's Algorithm 2).
 
 Each main index file owns the key range from its minimum up to the next file's minimum
-(the first one also owns everything below, NULL included). The delta entries are
-assigned to those ranges (a broadcast of the ranges against the delta files, done by
+(the first one also owns everything below, NULL included). The increments' entries are
+assigned to those ranges (a broadcast of the ranges against the increments' files, done by
 each task on its own range) and only the index files whose range receives entries or
 holds tombstoned entries are rewritten; the rest are kept as they are.
 
-``quick`` mode merges a column's delta segments into one delta segment instead.
+``quick`` mode merges a column's increments into one increment instead.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ import pyarrow.compute as pc
 
 from lakeseek.engine.runner import Runner
 from lakeseek.format import values
-from lakeseek.format.index_file import (
+from lakeseek.format.values import KeyValue, sort_key
+from lakeseek.io import storage_for
+from lakeseek.kinds.sorted_index.content import ColumnIndex, IndexConfig, Segment
+from lakeseek.kinds.sorted_index.index_file import (
     FILE_ID,
     KEY,
     ROW_GROUP,
@@ -29,12 +32,9 @@ from lakeseek.format.index_file import (
     split_at_key_changes,
     write_index_file,
 )
-from lakeseek.format.root import ColumnIndex, IndexConfig, Segment
-from lakeseek.format.values import KeyValue, sort_key
-from lakeseek.io import storage_for
 
 
-def fold_deltas(
+def fold_increments(
     runner: Runner,
     index_uri: str,
     prefix: str,
@@ -42,21 +42,25 @@ def fold_deltas(
     removed: frozenset[int],
     config: IndexConfig,
 ) -> Segment:
-    """The column's main index with its delta segments folded in and tombstoned entries dropped."""
+    """The column's main index with its increments folded in and tombstoned entries dropped."""
     main = column.segments[0].files if column.segments else ()
-    deltas = [f for segment in column.segments[1:] for f in segment.files]
+    increments = [f for segment in column.segments[1:] for f in segment.files]
     lows: list[KeyValue | None] = [None, *(f.min for f in main[1:])]
     highs: list[KeyValue | None] = [*(f.min for f in main[1:]), None]
     # Without main index files (every indexed file was removed), one range takes every entry.
     tasks = [
-        (_task_spec(index_uri, prefix, column, removed, config, low, high, main[n] if main else None, deltas, False),)
+        (
+            _task_spec(
+                index_uri, prefix, column, removed, config, low, high, main[n] if main else None, increments, False
+            ),
+        )
         for n, (low, high) in enumerate(zip(lows, highs, strict=True))
     ]
     written = runner.run(f"folding '{column.name}'", tasks, _fold_task)
     return _segment(written, column.key_type)
 
 
-def merge_deltas(
+def merge_increments(
     runner: Runner,
     index_uri: str,
     prefix: str,
@@ -64,9 +68,9 @@ def merge_deltas(
     removed: frozenset[int],
     config: IndexConfig,
 ) -> Segment:
-    """The column's delta segments merged into one delta segment, tombstoned entries dropped."""
-    deltas = [f for segment in column.segments[1:] for f in segment.files]
-    spec = _task_spec(index_uri, prefix, column, removed, config, None, None, None, deltas, bloom=True)
+    """The column's increments merged into one increment, tombstoned entries dropped."""
+    increments = [f for segment in column.segments[1:] for f in segment.files]
+    spec = _task_spec(index_uri, prefix, column, removed, config, None, None, None, increments, bloom=True)
     return _segment(runner.run(f"merging '{column.name}'", [(spec,)], _fold_task), column.key_type)
 
 
@@ -87,7 +91,7 @@ class _FoldSpec:
     low: object  # encoded key, or None: unbounded (NULL included)
     high: object  # encoded key (exclusive), or None: unbounded
     owner: dict | None  # the main index file of this range
-    deltas: tuple[dict, ...]  # delta index files overlapping the range
+    increments: tuple[dict, ...]  # increment index files overlapping the range
 
 
 def _task_spec(
@@ -99,13 +103,13 @@ def _task_spec(
     low: KeyValue | None,
     high: KeyValue | None,
     owner: IndexFileInfo | None,
-    deltas: list[IndexFileInfo],
+    increments: list[IndexFileInfo],
     bloom: bool,
 ) -> _FoldSpec:
     key_type = column.key_type
     overlapping = [
         d
-        for d in deltas
+        for d in increments
         if (high is None or sort_key(d.min) < sort_key(high)) and (low is None or sort_key(d.max) >= sort_key(low))
     ]
     return _FoldSpec(
@@ -119,7 +123,7 @@ def _task_spec(
         low=None if low is None else values.encode(low, key_type),
         high=None if high is None else values.encode(high, key_type),
         owner=None if owner is None else owner.to_json(key_type),
-        deltas=tuple(d.to_json(key_type) for d in overlapping),
+        increments=tuple(d.to_json(key_type) for d in overlapping),
     )
 
 
@@ -134,7 +138,7 @@ def _fold_task(spec: _FoldSpec) -> list[dict]:
 
     owned = entries(spec.owner) if spec.owner else None
     owned_live = owned.filter(pc.invert(pc.is_in(owned.column(FILE_ID), value_set=dead))) if owned else None
-    incoming = [_in_range(entries(d), spec, key_type) for d in spec.deltas]
+    incoming = [_in_range(entries(d), spec, key_type) for d in spec.increments]
     incoming = [t for t in incoming if t.num_rows]
     if owned is not None and not incoming and owned_live.num_rows == owned.num_rows:
         return [spec.owner]  # Algorithm 2: a range that receives nothing keeps its index file

@@ -1,7 +1,7 @@
-"""Bloom filters over index keys, kept in the footers of delta segments.
+"""Bloom filters over index keys, kept in the footers of increments.
 
 An incremental refresh adds a segment per column; a lookup would otherwise read one
-chunk per segment. With a filter in each delta segment's footer (cached with the
+chunk per segment. With a filter in each increment's footer (cached with the
 footer), a warm lookup reads only the segments that may hold the value: about one.
 
 Keys hash through a canonical byte form and two CRC-32s (double hashing), which is

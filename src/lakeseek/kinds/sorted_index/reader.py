@@ -1,10 +1,10 @@
-"""Index entries for values and key ranges (the paper's Algorithm 3, batched): no Spark.
+"""Lookups in a sorted index (the paper's Algorithm 3, batched): no Spark.
 
 A cold lookup of one value reads the index file's footer (one exact ranged read; the root
 gives its offset) and one chunk; footers stay cached in the reader, so a warm lookup is
 one read. A value outside every index file's range, or outside every chunk's range, reads
-nothing. Each segment of a column is searched; a delta segment whose bloom filter (from the
-version's delta filter file, read once) rules a value out costs no read.
+nothing. Each segment of a column is searched; an increment whose bloom filter (from the
+version's increment filter file, read once) rules a value out costs no read.
 
 Many keys at once (a batch lookup, Hudi's getRecordLocations) are sorted and located with
 vectorised searches; each needed chunk is read once, and an index file is read whole in
@@ -14,7 +14,7 @@ one read instead when most of its chunks are needed (RFC-08's seek-or-scan rule)
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -22,11 +22,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeseek.cost import SCAN_SHARE
-from lakeseek.format.bloom import BloomFilter
-from lakeseek.format.filters import read_filters
-from lakeseek.format.index_file import (
+from lakeseek.cost import LakeSize
+from lakeseek.exceptions import IndexCorruptError
+from lakeseek.expressions.binding import value_type
+from lakeseek.expressions.like import like, like_prefix, prefix_successor
+from lakeseek.expressions.types import arrow_scalar
+from lakeseek.format.root import Root
+from lakeseek.format.values import KeyValue, key_of, keys_of, sort_key
+from lakeseek.io import Storage, carrying_counters
+from lakeseek.kinds.base import LOCATION_SHIFT, REPAIR, Condition, KindReader, Lookup, Pattern, Range, Values
+from lakeseek.kinds.sorted_index.bloom import BloomFilter
+from lakeseek.kinds.sorted_index.content import ColumnIndex, Segment, SortedIndex
+from lakeseek.kinds.sorted_index.cost import SCAN_SHARE, chunks_for_share, estimate_files, key_share
+from lakeseek.kinds.sorted_index.filters import read_filter_bytes, read_filters
+from lakeseek.kinds.sorted_index.index_file import (
+    FILE_ID,
     KEY,
+    ROW_GROUP,
     IndexFileFooter,
     IndexFileInfo,
     entry_schema,
@@ -34,10 +46,6 @@ from lakeseek.format.index_file import (
     read_entries,
     read_footer,
 )
-from lakeseek.format.lineage import Lineage, read_lineage
-from lakeseek.format.root import ColumnIndex, LineagePart, Root, Segment
-from lakeseek.format.values import KeyValue, is_temporal_key, keys_of, sort_key
-from lakeseek.io import Storage, carrying_counters
 
 
 @dataclass(frozen=True)
@@ -83,43 +91,106 @@ class KeyRange:
         return inside
 
 
-class IndexReader:
-    """Reads one index version; caches its footers and lineage for the reader's lifetime."""
+class SortedReader(KindReader):
+    """Reads one version of a sorted index. Its caches (footers, the increment filters) fill
+    on first use; two threads filling one entry at once both read it, and either copy serves."""
 
     def __init__(self, storage: Storage, index_dir: str, root: Root) -> None:
         self.storage = storage
         self.index_dir = index_dir
-        self.root = root
+        self.content: SortedIndex = root.content
+        self.schema = root.schema
+        self.row_groups = self.content.config.row_groups
         self._footers: dict[str, IndexFileFooter] = {}
-        self._lineage: Lineage | None = None
         self._filters: dict[str, BloomFilter] | None = None
 
-    @property
-    def row_groups(self) -> bool:
-        """Whether entries point at row groups."""
-        return self.root.config.row_groups
+    # -- what the planner asks ------------------------------------------------------------------
+    def lookup(self, condition: Condition, indexed: LakeSize) -> Lookup | str:
+        index = self.content.indexes.get(condition.column)
+        if index is None:
+            return f"column '{condition.column}' is not indexed"
+        if isinstance(condition, Values):
+            return self._points(index, condition.values, indexed)
+        if isinstance(condition, Range):
+            return self._range(index, self._key_range(index, condition), indexed)
+        if isinstance(condition, Pattern):
+            prefix = like_prefix(condition.pattern)
+            key_range = KeyRange(prefix or None, prefix_successor(prefix) if prefix else None, True, False)
+            return self._range(index, key_range, indexed, lambda keys: like(keys, condition.pattern))
+        return f"{type(condition).__name__} on '{condition.column}' is not served by the index"
 
-    def lineage(self) -> Lineage:
-        """The indexed files (tombstoned ones left out)."""
-        if self._lineage is None:
-            lineage = self.root.lineage
-            self._lineage = Lineage.concat([self._part(p) for p in lineage.parts]).without(lineage.removed)
-        return self._lineage
+    def _points(self, index: ColumnIndex, values: tuple, indexed: LakeSize) -> Lookup:
+        column_type = self._column_type(index.name)
+        keys = [None if v is None else _key(v, column_type, index.key_type) for v in values]
+        touched: dict[str, list] = {}
+        for key in set(keys):
+            for segment in index.segments:
+                info = segment.file_for(key)
+                if info is not None:
+                    touched.setdefault(info.path, [info, 0])[1] += 1
+        infos = [
+            (info, count / max(info.keys or info.entries, 1), min(count, info.chunks))
+            for info, count in touched.values()
+        ]
+        estimate = estimate_files(infos, indexed.files)
+        return Lookup(index.name, estimate, lambda: _locations(self.point_entries(index.name, keys)))
 
-    def pending(self) -> Lineage:
-        """Files a quick refresh recorded without indexing them."""
-        part = self.root.lineage.pending
-        return Lineage.concat([]) if part is None else self._part(part)
+    def _range(
+        self,
+        index: ColumnIndex,
+        key_range: KeyRange,
+        indexed: LakeSize,
+        key_filter: Callable[[pa.ChunkedArray], pa.Array] | None = None,
+    ) -> Lookup:
+        infos = []
+        for info in index.files:
+            if key_range.overlaps(info.min, info.max):
+                share = 1.0 if key_range.covers(info.min, info.max) else key_share(info, key_range.low, key_range.high)
+                infos.append((info, share, chunks_for_share(info, share)))
+        estimate = estimate_files(infos, indexed.files)
+        return Lookup(index.name, estimate, lambda: _locations(self.range_entries(index.name, key_range, key_filter)))
 
-    def _part(self, part: LineagePart) -> Lineage:
-        if part.inline is not None:  # an empty one too (every file tombstoned, then optimized)
-            return part.inline
-        return read_lineage(self.storage, f"{self.index_dir}/{part.path}")
+    def _key_range(self, index: ColumnIndex, condition: Range) -> KeyRange:
+        column_type = self._column_type(index.name)
+        low = None if condition.low is None else _key(condition.low, column_type, index.key_type)
+        high = None if condition.high is None else _key(condition.high, column_type, index.key_type)
+        # Keys of a nanosecond column are truncated to microseconds: bounds widen to keep every row.
+        widen = _is_nanoseconds(column_type)
+        return KeyRange(low, high, condition.low_inclusive or widen, condition.high_inclusive or widen)
+
+    def _column_type(self, column: str) -> pa.DataType:
+        return value_type(self.schema.field(column).type)
+
+    def key_type(self, column: str, column_type: pa.DataType) -> pa.DataType:
+        return self.content.indexes[column].key_type
+
+    def locate(self, column: str, keys: pa.Array) -> tuple[pa.Table, bool]:
+        # A key of a nanosecond column stands for every value of its microsecond.
+        return self.point_entries(column, keys), not _is_nanoseconds(self._column_type(column))
+
+    def entry_files(self, column: str) -> list[str]:
+        return [info.path for info in self.content.indexes[column].files]
+
+    def problems(self) -> list[str]:
+        found = []
+        for column in self.content.indexes.values():
+            for info in column.files:
+                try:
+                    read_footer(self.storage, self._path(info), info, column.key_type)
+                except IndexCorruptError as error:
+                    found.append(f"{error}: queries on '{column.name}' read every file; {REPAIR}")
+        filters = self.content.increment_filters
+        if filters is not None:
+            try:
+                read_filter_bytes(self.storage, f"{self.index_dir}/{filters.path}")
+            except IndexCorruptError as error:
+                found.append(f"{error}: queries read every file; {REPAIR}")
+        return found
 
     # -- points -------------------------------------------------------------------------------
-    def point_entries(self, column: str, keys: Iterable[KeyValue] | pa.Array) -> pa.Table:
+    def point_entries(self, column: str, keys: list[KeyValue] | pa.Array) -> pa.Table:
         """The entries of ``keys`` (None stands for NULL), every segment searched."""
-        index = self.root.columns[column]
+        index = self.content.indexes[column]
         wanted = pc.unique(keys if isinstance(keys, pa.Array) else pa.array(list(keys), index.key_type))
         wanted = wanted.cast(index.key_type)
         present = wanted.drop_null()
@@ -128,8 +199,8 @@ class IndexReader:
         reads = []
         for position, segment in enumerate(index.segments):
             for info, file_keys in _keys_by_span(_file_spans(segment), present):
-                if position:  # a delta's bloom filter rules keys out without reading its footer
-                    file_keys = self._after_delta_filter(index, info, file_keys)
+                if position:  # an increment's bloom filter rules keys out without reading its footer
+                    file_keys = self._after_increment_filter(info, file_keys)
                 if len(file_keys):
                     reads.append((info, file_keys))
             if wanted.null_count:
@@ -156,26 +227,24 @@ class IndexReader:
 
     def _entries_of_keys(self, index: ColumnIndex, info: IndexFileInfo, keys: pa.Array) -> pa.Table:
         footer = self._footer(index, info)
-        if footer.bloom is not None and self._blooms_usable(index):
+        if footer.bloom is not None:
             keys = keys.filter(pa.array([footer.may_contain(k) for k in keys_of(keys)], pa.bool_()))
         chunks = sorted({chunk for chunk, _ in _keys_by_span(_chunk_spans(footer), keys)})
         entries = self._read_chunks(index, info, footer, chunks)
         return entries.filter(pc.is_in(entries.column(KEY), value_set=keys))
 
-    def _after_delta_filter(self, index: ColumnIndex, info: IndexFileInfo, keys: pa.Array) -> pa.Array:
-        if self.root.delta_filters is None or not self._blooms_usable(index):
+    def _after_increment_filter(self, info: IndexFileInfo, keys: pa.Array) -> pa.Array:
+        if self.content.increment_filters is None:
             return keys
         return keys.filter(pa.array([self._may_hold(info.path, k) for k in keys_of(keys)], pa.bool_()))
 
-    def _blooms_usable(self, index: ColumnIndex) -> bool:
-        return not (self.root.legacy_temporal_blooms and is_temporal_key(index.key_type))
-
-    def _may_hold(self, delta_path: str, value: KeyValue) -> bool:
-        if self.root.delta_filters is None:
+    def _may_hold(self, increment_path: str, value: KeyValue) -> bool:
+        filters = self.content.increment_filters
+        if filters is None:
             return True
         if self._filters is None:
-            self._filters = read_filters(self.storage, f"{self.index_dir}/{self.root.delta_filters.path}")
-        bloom = self._filters.get(delta_path)
+            self._filters = read_filters(self.storage, f"{self.index_dir}/{filters.path}")
+        bloom = self._filters.get(increment_path)
         return bloom is None or bloom.may_contain(value)
 
     # -- ranges -------------------------------------------------------------------------------
@@ -183,7 +252,7 @@ class IndexReader:
         self, column: str, key_range: KeyRange, key_filter: Callable[[pa.ChunkedArray], pa.Array] | None = None
     ) -> pa.Table:
         """The entries whose keys are in ``key_range`` (and pass ``key_filter``, if given)."""
-        index = self.root.columns[column]
+        index = self.content.indexes[column]
         found = []
         for info in index.files:
             if not key_range.overlaps(info.min, info.max):
@@ -226,6 +295,23 @@ class IndexReader:
 
     def _path(self, info: IndexFileInfo) -> str:
         return f"{self.index_dir}/{info.path}"
+
+
+def _key(value: object, column_type: pa.DataType, key_type: pa.DataType) -> KeyValue:
+    """A bound literal as an index key, through the column's type first: the scan's filter
+    makes the same conversion (a millisecond column drops a literal's extra digits)."""
+    return key_of(arrow_scalar(value, column_type), key_type)
+
+
+def _is_nanoseconds(column_type: pa.DataType) -> bool:
+    return pa.types.is_timestamp(column_type) and column_type.unit == "ns"
+
+
+def _locations(entries: pa.Table) -> np.ndarray:
+    ids = entries.column(FILE_ID).to_numpy().astype(np.int64) << LOCATION_SHIFT
+    if ROW_GROUP in entries.column_names:
+        ids = ids | entries.column(ROW_GROUP).to_numpy().astype(np.int64)
+    return np.unique(ids)
 
 
 Span = tuple[KeyValue, KeyValue, object]  # a key range [min, max] and what holds it

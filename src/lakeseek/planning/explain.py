@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lakeseek.cost import DATA_READS_PER_FILE, Cost, human_size
-from lakeseek.planning import Plan
+from lakeseek.planning.plan import Plan
 
 
 @dataclass(frozen=True)

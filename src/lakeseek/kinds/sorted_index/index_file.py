@@ -1,4 +1,4 @@
-"""Index files (the paper's Table 3) as Parquet.
+"""The sorted kind's index files (the paper's Table 3) as Parquet.
 
 An index file holds ``(key, file_id)`` rows sorted by key, for one disjoint key range of
 one column; an index built with row-group precision adds ``row_group`` (the Parquet row
@@ -26,14 +26,12 @@ import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format import values
-from lakeseek.format.bloom import BloomFilter
 from lakeseek.format.sealed import index_path
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import Storage
+from lakeseek.kinds.base import FILE_ID, KEY, ROW_GROUP
+from lakeseek.kinds.sorted_index.bloom import BloomFilter
 
-KEY = "key"
-FILE_ID = "file_id"
-ROW_GROUP = "row_group"
 CHUNKS_METADATA = b"lakeseek.chunks"
 BLOOM_METADATA = b"lakeseek.bloom"
 DEFAULT_CHUNK_ROWS = 32_768
@@ -116,7 +114,7 @@ def write_index_file(
 
     The batches may carry a ``row_group`` column (row-group precision). Duplicate entries
     are dropped. With ``bloom``, the footer carries a bloom filter of
-    the keys (delta segments: lookups skip the segments that cannot hold a value).
+    the keys (increments: lookups skip the segments that cannot hold a value).
     Returns the file's bytes and its root entry (without ``path``), or None when there
     were no entries.
     """

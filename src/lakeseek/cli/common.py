@@ -1,0 +1,66 @@
+"""What the commands share: one-line errors under click's runner too, common options, and
+the progress bar of Spark jobs."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from lakeseek.cli.output import fail, stderr
+from lakeseek.exceptions import LakeseekError
+
+
+def handled(command: Callable[..., None]) -> Callable[..., None]:
+    """Keep errors one line when commands are invoked through click's own runner (tests)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except (LakeseekError, OSError) as error:
+            fail(error)
+        except UnicodeError:
+            fail(LakeseekError("an argument is not valid UTF-8 text"))
+
+    return wrapper
+
+
+index_option = click.option(
+    "--index", "index_dir", default=None, help="Index home directory (default: SOURCE/_lakeseek)."
+)
+name_option = click.option(
+    "--name", default=None, help="Which of the lake's indexes (default: the only one, or 'default')."
+)
+where_option = click.option("--where", "where", required=True, help="SQL predicate, e.g. \"id = 42 OR name = 'x'\".")
+engine_option = click.option(
+    "--engine",
+    type=click.Choice(["spark", "local"]),
+    default=None,
+    help="Run the job on Spark, or in this process (small changes; no Spark start-up).",
+)
+
+
+def with_progress(work: Callable[[Callable[[str, int, int], None]], Any]) -> Any:
+    """Run ``work(progress)`` under a progress bar of its Spark tasks (on stderr)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=True,
+    ) as bar:
+        tasks: dict[str, Any] = {"starting": bar.add_task("working", total=None)}
+
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                bar.update(tasks["starting"], visible=False)
+                tasks[label] = bar.add_task(label, total=None)
+            bar.update(tasks[label], completed=done, total=max(total, 1))
+
+        return work(progress)

@@ -1,0 +1,125 @@
+"""How the command line shows things: one-line errors, tables, CSV and JSON lines, notes."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import datetime as dt
+import json
+import sys
+from dataclasses import asdict
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from lakeseek.exceptions import IndexCorruptError
+from lakeseek.index import Index
+from lakeseek.planning import Plan
+
+stdout = Console(highlight=False, soft_wrap=True)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def fail(error: BaseException) -> None:
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if isinstance(error, FileNotFoundError) and error.filename and str(error.filename) not in message:
+        message = f"{message}: {error.filename}"
+    if isinstance(error, IndexCorruptError) and "refresh --mode full" not in message:
+        message += " (`lakeseek refresh SOURCE --mode full` rebuilds the index: docs/damage.md)"
+    # A path or argument holding bytes that are not UTF-8 is shown escaped, not as a traceback.
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    stderr.print(f"lakeseek: error: {message}", markup=False)
+    sys.exit(1)
+
+
+def report_change(index: Index, before: int) -> None:
+    """What a refresh or optimize did to the index."""
+    if index.version == before:
+        stdout.print(f"index '{index.name}' is up to date (version {index.version}); nothing to do", markup=False)
+        return
+    segments = max((c.segments for c in index.root.content.column_statuses()), default=0)
+    stdout.print(
+        f"index '{index.name}' version {index.version} ({index.root.operation}): "
+        f"{len(index.lineage()):,} files indexed, {segments} segment{'s' if segments != 1 else ''}",
+        markup=False,
+    )
+
+
+def when(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def note_plan(plan: Plan) -> None:
+    """Tell (on stderr) when a query read every file because of the index's state, or when the
+    index is stale."""
+    if plan.fallback is not None and plan.fallback.is_about_the_index:
+        stderr.print(f"note: {plan.reason}", markup=False)
+    elif plan.is_stale:
+        stderr.print(
+            f"note: the index is stale: {plan.unindexed_files} new or changed files were read without it, "
+            f"{plan.removed_files} removed files skipped (see `lakeseek status`)",
+            markup=False,
+        )
+
+
+def rows_json(table: pa.Table) -> None:
+    """One JSON object per row (binary as base64, decimals as strings)."""
+    for row in table.to_pylist():
+        sys.stdout.write(json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False) + "\n")
+
+
+def write_csv(table: pa.Table) -> None:
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(table.column_names)
+    for row in table.to_pylist():
+        writer.writerow(["" if v is None else text(v) for v in row.values()])
+
+
+def print_rows(table: pa.Table) -> None:
+    view = text_table(table.column_names, box=None, pad_edge=False)
+    for row in table.to_pylist():
+        add_text_row(view, *["NULL" if v is None else text(v) for v in row.values()])
+    stdout.print(view)
+    stderr.print(f"{table.num_rows:,} row{'s' if table.num_rows != 1 else ''}")
+
+
+def text_table(headers: list[str], **options: object) -> Table:
+    """A rich Table whose headers are text as it is (``a[b]`` is not markup)."""
+    view = Table(**options)
+    for header in headers:
+        view.add_column(Text(header))
+    return view
+
+
+def add_text_row(view: Table, *cells: str) -> None:
+    view.add_row(*(Text(cell) for cell in cells))
+
+
+def text(value: Any) -> str:
+    """A value as the CSV and table outputs show it."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def json_value(value: Any) -> Any:
+    """A value as the JSON output holds it."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, list):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    return text(value)
+
+
+def status_json(state: Any) -> dict:
+    return asdict(state)

@@ -1,0 +1,211 @@
+"""What a kind of index is: how it builds, changes and answers, behind one interface.
+
+An index has one kind (``sorted``: the exact value -> file index). The rest of lakeseek
+knows a kind only through :class:`IndexKind` (build, refresh and optimize as work that ends
+in log actions) and :class:`KindReader` (what one version can answer for a condition on a
+column, at what estimated cost, and the answer). Everything around it is shared: the log and
+its commits, the lineage and the lake's freshness, the planner's AND/OR and cost choice, the
+Spark front ends. A new kind is a module (or package) here and one :func:`register_kind` line.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+
+from lakeseek.cost import Estimate, LakeSize
+from lakeseek.engine.runner import Runner
+from lakeseek.format.actions import Action, Requirement
+from lakeseek.format.lineage import Lineage
+from lakeseek.format.root import IndexContent, Root
+from lakeseek.io import Storage
+
+if TYPE_CHECKING:
+    from lakeseek.sources.base import LakeSource
+
+# A location is a data file and one of its row groups: ``file_id << LOCATION_SHIFT | row_group``
+# (row group 0 when the index does not tell row groups apart).
+LOCATION_SHIFT = 32
+# The columns of the entries a kind gives for located keys (KindReader.locate): what
+# ``locate`` joins with the lineage.
+KEY = "key"
+FILE_ID = "file_id"
+ROW_GROUP = "row_group"
+# What repairs a damaged index file, for the lines ``status`` prints.
+REPAIR = "`lakeseek refresh --mode full` rebuilds the index"
+
+
+# -- what the planner asks ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Values:
+    """The column equals one of ``values`` (bound literals of the column's type); None stands
+    for IS NULL."""
+
+    column: str
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Range:
+    """The column is between two bounds (None: unbounded) of the column's type; never NULL."""
+
+    column: str
+    low: Any = None
+    high: Any = None
+    low_inclusive: bool = True
+    high_inclusive: bool = True
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """The column (a string) matches the LIKE ``pattern``."""
+
+    column: str
+    pattern: str
+
+
+Condition = Values | Range | Pattern
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """A lookup a kind offers for a condition: what it should cost and leave, and the lookup
+    itself, which returns the sorted distinct locations of the indexed files that may match."""
+
+    column: str
+    estimate: Estimate
+    run: Callable[[], np.ndarray]
+
+
+class KindReader(ABC):
+    """One version of an index, read on demand. Its caches are its own and shared by every
+    handle on the version, so its methods must be safe to call from several threads."""
+
+    # Whether locations tell row groups apart (else every location's row group is 0).
+    row_groups: bool = False
+
+    @abstractmethod
+    def lookup(self, condition: Condition, indexed: LakeSize) -> Lookup | str:
+        """The lookup for ``condition`` over ``indexed`` files, or why there is none."""
+
+    def key_type(self, column: str, column_type: pa.DataType) -> pa.DataType:
+        """The type :meth:`locate` takes and gives keys of ``column`` in."""
+        return column_type
+
+    def locate(self, column: str, keys: pa.Array) -> tuple[pa.Table, bool] | None:
+        """``(key, file_id[, row_group])`` entries for distinct non-NULL ``keys`` (of
+        :meth:`key_type`), and whether they are exact: False when a key stands for several
+        values, so the files named may not hold the value asked for. None: this kind cannot
+        locate keys (every file is read)."""
+        return None
+
+    def entry_files(self, column: str) -> list[str] | None:
+        """Paths (in the index directory) of Parquet files of ``(key, file_id)`` rows covering
+        the column, which another engine can join with keys; None where the kind has none."""
+        return None
+
+    def problems(self) -> list[str]:
+        """One line per damaged file of this version, each with its repair."""
+        return []
+
+
+# -- what operations ask ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OperationFiles:
+    """Where one operation writes index files: names under ``data/<operation id>/`` (see
+    docs/format.md), so that files of an operation that never commits are known and vacuumed."""
+
+    storage: Storage
+    index_dir: str
+    operation_id: str
+
+    @property
+    def data_dir(self) -> str:
+        """The operation's directory for index files, relative to the index directory."""
+        return f"data/{self.operation_id}"
+
+    @property
+    def scratch_dir(self) -> str:
+        """Where the operation's tasks may spill, relative to the index directory; deleted when it ends."""
+        return f"_tmp/{self.operation_id}"
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a kind's build work runs over: the lake, its schema, where to write, and where its
+    tasks run (in this process, or on Spark, which starts when a kind first asks for ``runner``)."""
+
+    source: LakeSource
+    files: OperationFiles
+    schema: pa.Schema
+    partition_columns: tuple[str, ...]
+    make_runner: Callable[[], Runner]
+
+    @property
+    def runner(self) -> Runner:
+        return self.make_runner()
+
+    @property
+    def storage(self) -> Storage:
+        return self.files.storage
+
+
+@dataclass(frozen=True)
+class Change:
+    """A kind's part of a commit: actions, and what they need of the version they commit on."""
+
+    actions: tuple[Action, ...]
+    requirements: tuple[Requirement, ...] = ()
+
+
+class IndexKind(ABC):
+    """A kind of index: its options, its part of the root, its build and upkeep, its reader."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def configure(self, options: Mapping[str, Any]) -> Any:
+        """The kind's build settings from ``create_index``'s kind options (a LakeseekError
+        naming a bad or unknown one); kept in its part of the root."""
+
+    @abstractmethod
+    def check_columns(self, names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[str]:
+        """The columns behind ``names`` (as Spark resolves them), or UnsupportedColumnError
+        naming one this kind cannot index."""
+
+    @abstractmethod
+    def decode(self, raw: dict) -> IndexContent:
+        """Its part of a root from JSON (IndexCorruptError or ValueError when malformed)."""
+
+    @abstractmethod
+    def reader(self, storage: Storage, index_dir: str, root: Root) -> KindReader: ...
+
+    @abstractmethod
+    def build(self, job: Job, config: Any, columns: list[str], files: Lineage) -> IndexContent:
+        """An index of ``columns`` over ``files`` (create, and a full refresh)."""
+
+    @abstractmethod
+    def add_columns(self, job: Job, content: IndexContent, columns: list[str], files: Lineage) -> Change:
+        """``columns`` added over ``files`` (the files every other column covers)."""
+
+    @abstractmethod
+    def add_files(self, job: Job, content: IndexContent, files: Lineage) -> Change:
+        """``files`` (numbered, new or rewritten since) indexed for every column (an incremental refresh)."""
+
+    def optimize(self, job: Job, content: IndexContent, mode: str, removed: frozenset[int]) -> Change | None:
+        """Compaction: ``quick`` merges what refreshes added; ``full`` must also drop every entry
+        of the tombstoned files ``removed``. None: nothing to do."""
+        return None
+
+    def complete(self, content: IndexContent, previous: IndexContent | None, files: OperationFiles) -> IndexContent:
+        """The part about to be committed, with what derives from it written (a summary of
+        several index files, say); ``previous`` is the latest version's, to reuse."""
+        return content
+
+    def config_of(self, content: IndexContent) -> Any:
+        return getattr(content, "config", None)

@@ -1,0 +1,72 @@
+"""The sorted kind's cost model: from the root alone (no read), what a lookup reads and leaves.
+
+The root keeps, per index file, its entries, distinct keys and distinct data files (overall
+and summed per chunk), so the number of data files a selection of keys leaves (``|F(Q)|``) is
+estimated as the lower of two bounds: Cardenas' formula for scattered keys (an index file
+whose ``e = entries / data_files`` entries per data file are selected with probability ``p``
+leaves each of its data files with probability ``1 - (1 - p) ** e``), and the files of the
+chunks read, for clustered keys.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+from lakeseek.cost import Cost, Estimate
+from lakeseek.format.values import KeyValue
+from lakeseek.kinds.sorted_index.index_file import IndexFileInfo
+
+# An index file is read whole (one read) rather than chunk by chunk when more than this
+# share of its chunks is needed.
+SCAN_SHARE = 0.5
+
+
+def estimate_files(infos: list[tuple[IndexFileInfo, float, int]], total_files: int) -> Estimate:
+    """The cost of reading ``(index file, share of its keys selected, chunks read)`` and the
+    data files left."""
+    index = Cost()
+    candidates = 0.0
+    for info, share, chunks in infos:
+        if chunks > SCAN_SHARE * info.chunks and info.chunks > 1:
+            index = index + Cost(1, info.size)  # read whole, in one read
+        else:
+            index = index + Cost(1 + chunks, info.footer_length + chunks * info.size / max(info.chunks, 1))
+        data_files = info.data_files or info.entries
+        per_file = info.entries / max(data_files, 1)
+        scattered = data_files * (1 - (1 - min(share, 1.0)) ** per_file)
+        # Clustered keys (a time column) put few files in each chunk: the chunks read bound
+        # the files better than Cardenas' formula, which assumes keys scattered at random.
+        clustered = chunks * info.chunk_files / info.chunks if info.chunk_files else scattered
+        candidates += min(scattered, clustered)
+    return Estimate(min(candidates, total_files), index)
+
+
+def key_share(info: IndexFileInfo, low: KeyValue, high: KeyValue) -> float:
+    """The share of an index file's key range ``[info.min, info.max]`` inside ``[low, high]``
+    (None: unbounded), by linear interpolation of the keys as numbers."""
+    # A file starting with NULL keys: its lowest non-NULL key is unknown, the range's low stands in.
+    a, b = _number(info.min if info.min is not None else low), _number(info.max)
+    if a is None or b is None or b <= a:
+        return 1.0
+    lo = a if low is None else max(a, _number(low))
+    hi = b if high is None else min(b, _number(high))
+    share = (hi - lo) / (b - a)
+    return min(1.0, max(share, 1 / max(info.keys or info.entries, 1)))
+
+
+def _number(value: KeyValue) -> float | None:
+    """A key as a number preserving order (strings and bytes by their first 8 bytes)."""
+    if value is None:
+        return None
+    if isinstance(value, bool | int | float):
+        return float(value)
+    if isinstance(value, Decimal):
+        return float(value)
+    raw = value.encode() if isinstance(value, str) else bytes(value)
+    return float(int.from_bytes(raw[:8].ljust(8, b"\0"), "big"))
+
+
+def chunks_for_share(info: IndexFileInfo, share: float) -> int:
+    """Chunks a contiguous key range covering ``share`` of an index file touches."""
+    return min(info.chunks, math.ceil(share * info.chunks) + 1)

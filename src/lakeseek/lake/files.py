@@ -1,0 +1,186 @@
+"""Reading a lake's data files as Spark reads them: datasets over chosen files (with their
+partition values, dates and timestamps as Spark reads them, columns spelled in another case),
+their schemas, and errors that name the file a read failed on.
+
+Which files make the lake, and their partition values, are the lake source's
+(:mod:`lakeseek.sources`); this module only reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from lakeseek.exceptions import DataFileError
+from lakeseek.lake.datetimes import RebasedDataset, open_parquet, parquet_format, spark_arrow_schema, spark_view
+from lakeseek.lake.schemas import match_columns, spellings, without_spellings
+
+if TYPE_CHECKING:
+    from lakeseek.sources.base import LakeSource
+
+
+def partition_fields(schema: pa.Schema, partition_columns: Sequence[str]) -> pa.Schema:
+    return pa.schema([schema.field(name) for name in partition_columns])
+
+
+def open_dataset(
+    source: LakeSource,
+    paths: list[str],
+    schema: pa.Schema,
+    partition_columns: Sequence[str],
+    row_groups: Mapping[str, Sequence[int]] | None = None,
+    time_zone: str = "UTC",
+) -> ds.FileSystemDataset | RebasedDataset:
+    """A pyarrow dataset over exactly these data files, with their partition values.
+
+    ``row_groups`` limits a file to some of its row groups (files absent from it are read whole).
+    Dates and timestamps read as Spark reads them (:mod:`lakeseek.lake.datetimes`): INT96 as
+    microseconds, and the files Spark rebases from the Julian calendar rebased. Partition
+    values of timestamps are in ``time_zone``, as Spark's session reads them.
+    """
+    fields = partition_fields(schema, partition_columns)
+    parquet = parquet_format()
+    selected = row_groups or {}
+    fs = source.storage.fs
+    fragments = [
+        parquet.make_fragment(
+            source.path(path),
+            fs,
+            source.partition_expression(path, fields, time_zone) if partition_columns else ds.scalar(True),
+            row_groups=selected.get(path),
+        )
+        for path in paths
+    ]
+    return spark_view(ds.FileSystemDataset(fragments, schema, parquet, fs))
+
+
+def open_files(
+    source: LakeSource,
+    paths: list[str],
+    schema: pa.Schema,
+    partition_columns: tuple[str, ...],
+    row_groups: Mapping[str, Sequence[int]] | None = None,
+    **options: Any,
+):
+    """:func:`open_dataset` (``options`` are its own), where files that spell a column in
+    another case (see :data:`lakeseek.lake.schemas.SPELLINGS`) are read under the schema's spelling."""
+    other = spellings(schema)
+    schema = without_spellings(schema)
+    if not other or not paths:
+        return open_dataset(source, paths, schema, partition_columns, row_groups, **options)
+    data = [name for name in schema.names if name not in partition_columns]
+    renamed: dict[str, dict[str, str]] = {}
+    for path, found in zip(paths, file_schemas(source, paths), strict=True):
+        names = {name: file_name for name, file_name in match_columns(data, found.names).items() if name != file_name}
+        if names:
+            renamed[path] = names
+    if not renamed:
+        return open_dataset(source, paths, schema, partition_columns, row_groups, **options)
+    selected = row_groups or {}
+    same = [path for path in paths if path not in renamed]
+    parts = [open_dataset(source, same, schema, partition_columns, row_groups, **options)] if same else []
+    for path, names in renamed.items():
+        spelled = pa.schema([field.with_name(names.get(field.name, field.name)) for field in schema])
+        groups = {path: selected[path]} if path in selected else None
+        table = open_dataset(source, [path], spelled, partition_columns, groups, **options).to_table()
+        parts.append(ds.dataset(table.rename_columns(schema.names)))
+    return _Files(schema, parts)
+
+
+class _Files:
+    """The part of a pyarrow dataset lakeseek uses (``schema``, ``to_table``, ``to_batches``,
+    ``get_fragments``) over datasets of the same schema: its files, some read renamed."""
+
+    def __init__(self, schema: pa.Schema, parts: list) -> None:
+        self.schema = schema
+        self.parts = parts
+
+    def get_fragments(self, filter=None):
+        for part in self.parts:
+            yield from part.get_fragments()
+
+    def to_batches(self, columns=None, filter=None, **kwargs):
+        for part in self.parts:
+            yield from part.to_batches(columns=columns, filter=filter, **kwargs)
+
+    def to_table(self, columns=None, filter=None, **kwargs) -> pa.Table:
+        tables = [part.to_table(columns=columns, filter=filter, **kwargs) for part in self.parts]
+        return pa.concat_tables(tables)
+
+    def count_rows(self, filter=None) -> int:
+        return sum(part.count_rows(filter=filter) for part in self.parts)
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    """A file's schema without the metadata that differs from file to file."""
+    return pa.schema([pa.field(f.name, f.type) for f in schema])
+
+
+def open_data_file(source: LakeSource, path: str) -> pq.ParquetFile:
+    """One data file of the lake, opened (its footer read)."""
+    return open_parquet(source.path(path), source.storage.fs)
+
+
+def file_schema(source: LakeSource, path: str) -> pa.Schema:
+    """The Arrow schema lakeseek reads a data file with (INT96 as Spark types it)."""
+    return plain_schema(spark_arrow_schema(open_data_file(source, path)))
+
+
+def file_schemas(source: LakeSource, paths: Sequence[str]) -> list[pa.Schema]:
+    """The schemas of ``paths`` (footers read in parallel); a damaged or vanished file is a
+    DataFileError naming it."""
+    with reading_data_files(source, paths):
+        if len(paths) <= 1:
+            return [file_schema(source, path) for path in paths]
+        with ThreadPoolExecutor(min(16, len(paths))) as pool:
+            return list(pool.map(lambda path: file_schema(source, path), paths))
+
+
+def distinct_schemas(source: LakeSource, paths: Sequence[str]) -> list[tuple[str, pa.Schema]]:
+    """Each distinct schema among the files ``paths`` (in order), with the first file holding it."""
+    seen: dict[bytes, tuple[str, pa.Schema]] = {}
+    for path, schema in zip(paths, file_schemas(source, paths), strict=True):
+        seen.setdefault(schema.serialize().to_pybytes(), (path, schema))
+    return list(seen.values())
+
+
+@contextmanager
+def reading_data_files(source: LakeSource, paths: Sequence[str]) -> Iterator[None]:
+    """pyarrow's failures to read some of these data files as a one-line DataFileError naming the file.
+
+    Spark fails a query over a file that is not Parquet (FAILED_READ_FILE) or that vanished
+    after the listing (FILE_NOT_EXIST); so does lakeseek, saying which file. Errors that no
+    data file explains (a bad filter, say) are left as they are.
+    """
+    try:
+        yield
+    except (pa.ArrowInvalid, OSError) as error:
+        culprit = _unreadable_file(source, paths, error)
+        if culprit is None:
+            raise
+        location = source.shown(culprit)
+        if not source.storage.is_file(source.path(culprit)):
+            raise DataFileError(f"data file {location} was removed while the query read it: run it again") from error
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason = reason.split(source.path(culprit), 1)[-1].lstrip("': ") or reason
+        raise DataFileError(f"cannot read data file {location} (not Parquet, or damaged): {reason}") from error
+
+
+def _unreadable_file(source: LakeSource, paths: Sequence[str], error: Exception) -> str | None:
+    """The file behind a read error: the one its message names, else the first that does not open."""
+    text = str(error)
+    named = [path for path in paths if source.path(path) in text]
+    if named:
+        return max(named, key=len)  # 'a/b.parquet' also contains 'b.parquet' of another directory
+    for path in paths:
+        try:
+            pq.read_metadata(source.path(path), filesystem=source.storage.fs)
+        except (pa.ArrowInvalid, OSError):
+            return path
+    return None

@@ -1,1 +1,0 @@
-"""The operations on an index: create, refresh, optimize, delete, restore, vacuum, cancel."""

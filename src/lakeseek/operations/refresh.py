@@ -1,0 +1,152 @@
+"""``refresh``: bring an index up to date with its lake (full, incremental, or quick)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Literal
+
+from lakeseek.commits.transaction import DEFAULT_COMMIT_TRIES
+from lakeseek.engine.runner import Engine, runner_for
+from lakeseek.exceptions import LakeseekError
+from lakeseek.format.actions import (
+    Action,
+    AddFiles,
+    ColumnsAre,
+    DataVersionIs,
+    RecordFiles,
+    RemoveFiles,
+    ReplaceFiles,
+    SetContent,
+    SetSchema,
+    SetSourceVersion,
+    Transaction,
+)
+from lakeseek.format.root import Root
+from lakeseek.index import Index
+from lakeseek.kinds import kind_named
+from lakeseek.lake.state import compare
+from lakeseek.operations.protocol import (
+    LazyRunner,
+    Operation,
+    existing,
+    indexable,
+    lake_snapshot,
+    numbered,
+    operation,
+    require_active,
+    same_type,
+    schema_now,
+    stamped,
+)
+from lakeseek.sources.base import Snapshot
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from lakeseek.engine.progress import ProgressCallback
+
+RefreshMode = Literal["full", "incremental", "quick"]
+logger = logging.getLogger("lakeseek")
+
+
+def refresh_index(
+    source: str,
+    mode: RefreshMode = "incremental",
+    *,
+    index: str | None = None,
+    name: str | None = None,
+    spark: SparkSession | None = None,
+    engine: Engine = "spark",
+    progress: ProgressCallback | None = None,
+    commit_tries: int = DEFAULT_COMMIT_TRIES,
+) -> Index:
+    """Bring the index up to date with the lake.
+
+    - ``full``: rebuild it from the lake.
+    - ``incremental``: index the files added or rewritten since the last version (for the
+      sorted kind, as a new increment); removed files become tombstones; existing index
+      files stay as they are.
+    - ``quick``: only record the changes; queries then scan the recorded files (hybrid
+      scan) and skip removed ones. No job runs.
+
+    ``engine="local"`` runs the job's tasks in this process instead of on Spark (small
+    changes: no Spark start-up).
+    """
+    if mode not in ("full", "incremental", "quick"):
+        raise LakeseekError(f"unknown refresh mode {mode!r}: use full, incremental or quick")
+    location = existing(source, index, name)
+    runner = LazyRunner(lambda: runner_for(engine, spark, progress))
+    with operation(location, f"refresh {mode}", commit_tries) as op:
+        root = op.transact(lambda base: _refresh(op, base, mode, runner))
+    return Index(location, root)
+
+
+def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transaction | None:
+    location = op.location
+    require_active(base, location)
+    snapshot = lake_snapshot(location)
+    files = snapshot.files
+    if mode == "full":  # reads nothing of the old index: it repairs damaged index files too
+        return _rebuild(op, base, snapshot, runner)
+    lineage = base.lineage.indexed(location.storage, location.index_dir)
+    pending = base.lineage.recorded(location.storage, location.index_dir)
+    state = compare(lineage, files, pending)
+    requirements = (DataVersionIs(base.data_version), ColumnsAre(frozenset(base.columns)))
+    if state.is_fresh:
+        if snapshot.version == base.source_version:
+            return None
+        return Transaction(f"refresh {mode}", (SetSourceVersion(snapshot.version),), requirements)
+    indexed_ids = dict(zip(lineage.paths, lineage.ids, strict=True))
+    tombstones = frozenset(indexed_ids[p] for p in state.removed + state.changed if p in indexed_ids)
+    recorded_ids = dict(zip(pending.paths, pending.ids, strict=True))
+    next_id = base.lineage.next_file_id
+    ids = []
+    for path in state.unindexed:
+        if path in recorded_ids and path in state.recorded:
+            ids.append(recorded_ids[path])
+        else:
+            ids.append(next_id)
+            next_id += 1
+    changed = stamped(ids, state.unindexed, files)
+    inline_budget = base.lineage.inline_files - base.lineage.pending_files
+    part = op.lineage_part(changed, inline_budget) if len(changed) else None
+    actions: list[Action] = []
+    if mode == "quick" or base.lineage.pending is not None:
+        # A quick refresh records the files; an incremental one indexes the recorded ones too.
+        actions.append(RecordFiles(part if mode == "quick" else None, next_id))
+    if mode == "incremental" and part is not None:
+        schema, spark_schema = schema_now(location, base, files, state.unindexed, runner)
+        retyped = [c for c in base.columns if not same_type(base.schema, schema, c)]
+        if retyped:
+            # Keys of the old type cannot take the new values: every file is indexed again.
+            logger.info("column(s) %s changed type in new files: the index is rebuilt", ", ".join(retyped))
+            return _rebuild(op, base, snapshot, runner)
+        job = op.job(schema, base.partition_columns, runner)
+        change = kind_named(base.kind).add_files(job, base.content, changed)
+        actions += [*change.actions, AddFiles(part, next_id)]
+        if (schema, spark_schema) != (base.schema, base.spark_schema):
+            actions.append(SetSchema(schema, spark_schema))
+        requirements += change.requirements
+    if tombstones:
+        actions.append(RemoveFiles(tombstones))
+    if snapshot.version != base.source_version:
+        actions.append(SetSourceVersion(snapshot.version))
+    return Transaction(f"refresh {mode}", tuple(actions), requirements)
+
+
+def _rebuild(op: Operation, base: Root, snapshot: Snapshot, runner: LazyRunner) -> Transaction:
+    location = op.location
+    files = snapshot.files
+    schema, spark_schema = schema_now(location, base, files, list(files), runner)
+    columns = indexable(base, schema, base.partition_columns)
+    lineage = numbered(files, first_id=0)
+    kind = kind_named(base.kind)
+    job = op.job(schema, base.partition_columns, runner)
+    content = kind.build(job, kind.config_of(base.content), columns, lineage)
+    actions = (
+        SetContent(content),
+        ReplaceFiles(op.lineage_part(lineage, 0)),
+        SetSchema(schema, spark_schema),
+        SetSourceVersion(snapshot.version),
+    )
+    return Transaction("refresh full", actions, (ColumnsAre(frozenset(base.columns)),))

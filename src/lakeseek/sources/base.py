@@ -1,0 +1,166 @@
+"""What a lake is to lakeseek: a source of data files, at versions.
+
+A :class:`LakeSource` says which data files make the lake now (a :class:`Snapshot`: every
+file with its stamp, and the source's own version token when it has one), what changed since
+one of its versions when it can tell, the partition values of a file, and the lake's schema
+when an index is created. Reading the files is the same for every source
+(:mod:`lakeseek.lake.files`). A directory of Parquet files listed as Spark lists it is the
+first source (:mod:`lakeseek.sources.directory`); another is a module here and one
+:func:`lakeseek.sources.register_source` line.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from lakeseek.engine.runner import Runner
+from lakeseek.format import values
+from lakeseek.io import Stamp, Storage
+from lakeseek.lake.files import distinct_schemas, open_files
+from lakeseek.lake.schemas import merge_schemas, spark_schema_json
+from lakeseek.lake.state import Changes
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_EMPTY_SPARK_SCHEMA = '{"type": "struct", "fields": []}'
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The lake at one version: every data file (by its path in the source) with its stamp."""
+
+    files: dict[str, Stamp]
+    # The source's token of this version (a table format's version number); None where the
+    # source has none (a directory): then only the files' stamps tell versions apart.
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class LakeSchema:
+    """The lake's schema when an index is created: Arrow types lakeseek reads it with, the
+    same as Spark's StructType JSON, and the partition columns."""
+
+    schema: pa.Schema
+    spark_schema: str
+    partition_columns: tuple[str, ...]
+
+
+class LakeSource(ABC):
+    """A lake whose data files are Parquet files of one storage, below one root."""
+
+    name: ClassVar[str]
+
+    def __init__(self, storage: Storage, root: str) -> None:
+        self.storage = storage
+        self.root = root
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.shown_root!r})"
+
+    # -- where ----------------------------------------------------------------------------------
+    @property
+    def uri(self) -> str:
+        """The lake's URI: :func:`lakeseek.sources.open_source` of it gives this source back
+        (build tasks open the lake so, wherever they run)."""
+        return self.storage.uri(self.root)
+
+    @property
+    def shown_root(self) -> str:
+        """The lake as people see it: a local path, or a URI."""
+        return self.root if self.storage.is_local else self.uri
+
+    def path(self, file: str) -> str:
+        """A data file's storage path."""
+        return f"{self.root}/{file}"
+
+    def file_uri(self, file: str) -> str:
+        """A data file's URI, for engines (Spark)."""
+        return self.storage.uri(self.path(file))
+
+    def shown(self, file: str) -> str:
+        """A data file as ``files()`` returns it and messages name it: a local path, or a URI."""
+        return self.path(file) if self.storage.is_local else self.file_uri(file)
+
+    def exists(self) -> bool:
+        return self.storage.is_dir(self.root)
+
+    # -- which files ----------------------------------------------------------------------------
+    @abstractmethod
+    def snapshot(self, *, exclude: str | None = None) -> Snapshot:
+        """The lake now. ``exclude`` is a directory (an index home) whose files are never data.
+        LakeNotFoundError when there is no lake."""
+
+    def changes(self, since: str, snapshot: Snapshot) -> Changes | None:
+        """What changed from the source's version ``since`` to ``snapshot``; None when the
+        source cannot tell (then the files' stamps are compared)."""
+        return None
+
+    # -- what the files hold ----------------------------------------------------------------------
+    def partition_values(self, file: str, fields: pa.Schema, time_zone: str) -> dict[str, object]:
+        """The partition columns' values of a data file (``fields``: the columns and their types)."""
+        return {}
+
+    def partition_expression(self, file: str, fields: pa.Schema, time_zone: str) -> ds.Expression:
+        """:meth:`partition_values` as the expression a pyarrow dataset fragment carries."""
+        return ds.scalar(True)
+
+    def partition_types(self, files: Iterable[str], partition_columns: Sequence[str]) -> dict[str, pa.DataType]:
+        """The types the partition columns take over ``files`` (the lake's files, or those an
+        index covered), where the files say (see :func:`lakeseek.lake.schemas.current_partition_types`)."""
+        return {}
+
+    def discover(self, files: list[str], runner: Callable[[], Runner], spark: Callable[[], SparkSession]) -> LakeSchema:
+        """The lake's schema when an index of ``files`` is created: by default every file's
+        schema merged (:mod:`lakeseek.lake.schemas`), without partition columns."""
+        schema = merged_schema(self, runner, pa.schema([]), (), files)
+        return LakeSchema(schema, spark_schema_json(schema, (), schema, _EMPTY_SPARK_SCHEMA), ())
+
+    def dataset(
+        self,
+        files: list[str],
+        schema: pa.Schema,
+        partition_columns: Sequence[str],
+        row_groups: Mapping[str, Sequence[int]] | None = None,
+        time_zone: str = "UTC",
+    ):
+        """A pyarrow dataset over exactly ``files``, read with ``schema`` (see
+        :func:`lakeseek.lake.files.open_files`)."""
+        return open_files(self, files, schema, partition_columns, row_groups, time_zone=time_zone)
+
+
+# Up to this many files, their footers are read in this process (by threads), else by a job.
+FOOTERS_IN_PROCESS = 1_000
+FOOTERS_PER_TASK = 2_000
+
+
+def merged_schema(
+    source: LakeSource,
+    runner: Callable[[], Runner],
+    schema: pa.Schema,
+    partition_columns: Sequence[str],
+    files: list[str],
+) -> pa.Schema:
+    """``schema`` with the schema of every data file of ``files`` merged in (see
+    :mod:`lakeseek.lake.schemas`): wider types, new columns, other spellings of a column; an
+    IncompatibleSchemaError names a file whose column has no exact common type with the lake's."""
+    if len(files) <= FOOTERS_IN_PROCESS:
+        found = distinct_schemas(source, files)
+    else:
+        tasks = [(source.uri, files[i : i + FOOTERS_PER_TASK]) for i in range(0, len(files), FOOTERS_PER_TASK)]
+        results = runner().run("reading the files' schemas", tasks, _schemas_task)
+        found = [(result["path"], values.deserialize_schema(result["schema"])) for result in results]
+    return merge_schemas(schema, found, partition_columns)
+
+
+def _schemas_task(lake_uri: str, files: list[str]) -> list[dict]:
+    from lakeseek.sources import open_source
+
+    found = distinct_schemas(open_source(lake_uri), files)
+    return [{"path": path, "schema": values.serialize_schema(schema)} for path, schema in found]
