@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 import lakeseek
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.sql import to_spark_sql
-from lakeseek.spark import locate_spark, to_spark
+from lakeseek.spark import locate_spark, spark_schema, to_spark
 
 pytestmark = pytest.mark.spark
 UTC = dt.timezone.utc
@@ -119,7 +119,7 @@ def differential_lake(tmp_path_factory, spark):
     index = lakeseek.create_index(root, INDEXED, spark=spark, chunk_rows=8, entries_per_index_file=16)
     # Spark reads this lake with the widened schema given (its own inference stops at the
     # first file's int32, and mergeSchema refuses int32 with int64).
-    frame = spark.read.schema(index.spark_schema()).parquet(root)
+    frame = spark.read.schema(spark_schema(index)).parquet(root)
     frame.createOrReplaceTempView("differential")
     return root
 

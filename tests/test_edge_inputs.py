@@ -21,7 +21,7 @@ import lakeseek.spark
 from lakeseek.cli.main import main
 from lakeseek.engine.paths import literal_path
 from lakeseek.expressions.sql import to_spark_sql
-from lakeseek.spark import to_spark
+from lakeseek.spark import spark_schema, to_spark
 
 pytestmark = pytest.mark.spark
 TZ = "spark.sql.session.timeZone"
@@ -123,7 +123,7 @@ def partition_lake(tmp_path_factory, spark):
 def test_partition_types_and_values_are_spark_s(spark, partition_lake):
     parquet = spark.read.parquet(partition_lake)
     index = lakeseek.open_index(partition_lake)
-    assert index.spark_schema() == parquet.schema
+    assert spark_schema(index) == parquet.schema
     types = {field.name: field.dataType.simpleString() for field in parquet.schema.fields}
     assert types == {
         "x": "bigint",
@@ -163,7 +163,7 @@ def test_partition_column_of_nulls_only(spark, tmp_path):
     _write(f"{root}/p=__HIVE_DEFAULT_PARTITION__/part-0.parquet", pa.table({"x": [1, 2]}))
     index = lakeseek.create_index(root, ["x"], spark=spark)
     parquet = spark.read.parquet(root)
-    assert index.spark_schema() == parquet.schema
+    assert spark_schema(index) == parquet.schema
     _check_void_predicates(spark, index, parquet)
     with pytest.raises(lakeseek.UnsupportedColumnError):
         lakeseek.create_index(root, ["p"], spark=spark, name="nulls")
@@ -399,7 +399,7 @@ def test_lake_root_with_glob_characters(spark, tmp_path):
     _write(f"{decoy}/q=1/part-0.parquet", pa.table({"id": ["3"], "t": ["glob matched"]}))
     index = lakeseek.create_index(root, ["id", "s"], spark=spark)
     parquet = spark.read.parquet(literal_path(f"file://{root}"))
-    assert index.spark_schema() == parquet.schema
+    assert spark_schema(index) == parquet.schema
     for where in ("id = 3", "p = 1", "TRUE"):
         expected = _spark_rows(parquet.where(where))
         assert _arrow_rows(index.read(where)) == expected

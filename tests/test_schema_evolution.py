@@ -19,7 +19,7 @@ import pytest
 
 import lakeseek
 import lakeseek.spark
-from lakeseek.spark import PYTHON_FORMAT, to_spark
+from lakeseek.spark import PYTHON_FORMAT, spark_schema, to_spark
 
 pytestmark = pytest.mark.spark
 SOURCES = ("lakeseek", PYTHON_FORMAT)
@@ -209,7 +209,7 @@ def test_a_partition_value_of_a_wider_type(spark, tmp_path, sources):
     oracle = spark.read.parquet(lake)
     assert dict(oracle.dtypes)["p"] == "double"
     index = lakeseek.open_index(lake)
-    assert index.spark_schema() == oracle.schema
+    assert spark_schema(index) == oracle.schema
     for where in ("p > 2", "p = 2.5", "id = 5", "p = 1", "id = 3"):
         _check(spark, lake, where, oracle, sources)
     spark.conf.set("spark.sql.sources.validatePartitionColumns", "false")
@@ -219,7 +219,7 @@ def test_a_partition_value_of_a_wider_type(spark, tmp_path, sources):
     finally:
         spark.conf.unset("spark.sql.sources.validatePartitionColumns")
     index = lakeseek.refresh_index(lake, "incremental", spark=spark)
-    assert index.spark_schema() == oracle.schema
+    assert spark_schema(index) == oracle.schema
     for where in ("p > 2", "id = 5", "p = 1"):
         _check(spark, lake, where, oracle, sources)
 
@@ -233,18 +233,18 @@ def test_columns_added_by_new_files(spark, tmp_path, sources):
     )
     oracle = spark.read.option("mergeSchema", "true").parquet(lake)
     index = lakeseek.open_index(lake)
-    assert index.spark_schema() == oracle.schema
+    assert spark_schema(index) == oracle.schema
     for where in ("extra = 7", "id = 3", "id = 1", "extra IS NULL"):
         _check(spark, lake, where, oracle, sources, options={"mergeSchema": "true"})
     index = lakeseek.refresh_index(lake, "incremental", engine="local")
-    assert index.spark_schema() == oracle.schema
+    assert spark_schema(index) == oracle.schema
     for where in ("extra = 7", "id = 3"):
         _check(spark, lake, where, oracle, sources, options={"mergeSchema": "true"})
     # A rewritten file adds a column too.
     _write(lake, {"a.parquet": pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["x", "y"], "more": [True, None]})})
     oracle = spark.read.option("mergeSchema", "true").parquet(lake)
     # Spark merges in its files' order (a.parquet's columns first); lakeseek adds new columns last.
-    assert sorted(lakeseek.open_index(lake).spark_schema(), key=str) == sorted(oracle.schema, key=str)
+    assert sorted(spark_schema(lakeseek.open_index(lake)), key=str) == sorted(oracle.schema, key=str)
     for where in ("more", "id = 1 AND more IS NULL", "extra = 7"):
         _check(spark, lake, where, oracle, sources, options={"mergeSchema": "true"})
 

@@ -213,15 +213,6 @@ class Index:
         state = state or self.lake_state()
         return spark_schema_json(self.schema_of(state), root.partition_columns, root.schema, root.spark_schema)
 
-    def spark_schema(self):
-        """The lake's schema as Spark reads it now (partition columns last): ``schema`` in
-        Spark's types, as ``spark.read.option("mergeSchema", "true").parquet(SOURCE)`` infers it."""
-        import json
-
-        from pyspark.sql.types import StructType
-
-        return StructType.fromJson(json.loads(self.spark_schema_json(self.lake_state())))
-
     # -- queries ----------------------------------------------------------------------------
     def plan(self, where: str | Predicate, *, state: LakeState | None = None) -> Plan:
         """The files a query with this predicate (SQL text or an unbound expression tree) must

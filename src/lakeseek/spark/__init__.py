@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakeseek.spark.dataframes import locate_spark, to_spark
+from lakeseek.spark.dataframes import locate_spark, spark_schema, to_spark
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,4 +33,4 @@ def register(spark: SparkSession) -> bool:
     return install(spark)
 
 
-__all__ = ["PYTHON_FORMAT", "locate_spark", "register", "to_spark"]
+__all__ = ["PYTHON_FORMAT", "locate_spark", "register", "spark_schema", "to_spark"]

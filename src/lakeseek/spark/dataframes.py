@@ -18,8 +18,17 @@ from lakeseek.locate import FILE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from lakeseek.index import Index
+
+
+def spark_schema(index: Index) -> StructType:
+    """The lake's schema as Spark reads it now (partition columns last): the index's ``schema`` in
+    Spark's types, as ``spark.read.option("mergeSchema", "true").parquet(SOURCE)`` infers it."""
+    from pyspark.sql.types import StructType
+
+    return StructType.fromJson(json.loads(index.spark_schema_json()))
 
 
 def to_spark(index: Index, spark: SparkSession, where: str) -> DataFrame:
@@ -86,7 +95,7 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
         # distinct: with row-group precision a key has one entry per row group of a file.
         parts.append(entries.join(typed, KEY).join(F.broadcast(live), FILE_ID).select(KEY, FILE).distinct())
     base = lake.uri
-    schema = index.spark_schema() if unindexed else None
+    schema = spark_schema(index) if unindexed else None
     for path in unindexed:
         uri = lake.file_uri(path)
         rows = spark.read.option("basePath", base).schema(schema).parquet(literal_path(uri))

@@ -41,6 +41,7 @@ from pyspark.sql.types import StructField, StructType
 from lakeseek.exceptions import LakeseekError
 from lakeseek.index import Index, open_index
 from lakeseek.planning import Plan
+from lakeseek.spark.dataframes import spark_schema
 from lakeseek.spark.filters import Pushed, conjunction, usable
 from lakeseek.spark.scan import (
     LakeseekPartition,
@@ -98,7 +99,7 @@ class LakeseekDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
-        """The lake's schema as Spark reads it now (:meth:`lakeseek.Index.spark_schema`), so the
+        """The lake's schema as Spark reads it now (:func:`lakeseek.spark.spark_schema`), so the
         table has ``spark.read.option("mergeSchema", "true").parquet(path).schema`` (partition
         columns last; none with ``recursiveFileLookup``, which turns partition discovery off).
 
@@ -107,7 +108,7 @@ class LakeseekDataSource(DataSource):
         ``getTable`` and drops them, so a table's reader gets no options, only its schema.
         """
         index = open_source_index(self.options)
-        schema = index.spark_schema()
+        schema = spark_schema(index)
         if recursive_file_lookup(self.options):
             schema = StructType([f for f in schema.fields if f.name not in index.root.partition_columns])
         return with_source_options(schema, self.options) if _creates_table(self.options) else schema

@@ -33,6 +33,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import datasource as spark_filters
 
 from lakeseek.exceptions import LakeseekError
+from lakeseek.spark.dataframes import spark_schema
 from lakeseek.spark.datasource import open_source_index
 from lakeseek.spark.filters import Both, Either, usable
 from lakeseek.spark.scan import plan_scan
@@ -139,14 +140,14 @@ class IndexPlanner:
         self.jvm = jvm
 
     def schema(self, options: str) -> str:
-        """The lake's data columns as Spark reads them now (:meth:`lakeseek.Index.spark_schema`):
+        """The lake's data columns as Spark reads them now (:func:`lakeseek.spark.spark_schema`):
         Spark infers the partition columns from its own listing, with its own settings
         (``recursiveFileLookup``, ``basePath``, partition type inference)."""
         from pyspark.sql.types import StructType
 
         index = open_source_index(json.loads(options))
         partitions = set(index.root.partition_columns)
-        return StructType([f for f in index.spark_schema().fields if f.name not in partitions]).json()
+        return StructType([f for f in spark_schema(index).fields if f.name not in partitions]).json()
 
     def candidates(self, options: str, filters: Iterable[Any]) -> str | None:
         """The relative paths of the files that may match, NUL-separated; None to read every file."""
