@@ -25,8 +25,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import lakeseek
-from lakeseek.engine.session import default_session
 from lakeseek.caches import clear_cache
+from lakeseek.engine.session import default_session
 from measure import COLUMNS, benchmark_lake, lake_parser, say, timed_lookups
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 import lakeseek
-from lakeseek.engine.session import default_session
 from lakeseek.caches import clear_cache
+from lakeseek.engine.session import default_session
 from lakeseek.spark import to_spark
 from measure import COLUMNS, benchmark_lake, lake_parser, say, timed, timed_lookups
 

@@ -32,8 +32,8 @@ import pyarrow as pa
 
 import lakeseek
 import lakeseek.spark
-from lakeseek.engine.session import default_session
 from lakeseek.caches import clear_cache
+from lakeseek.engine.session import default_session
 from lakeseek.sample import generate_lake
 from lakeseek.spark import locate_spark
 from measure import benchmark_lake, lake_parser, say, timed
