@@ -13,17 +13,22 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	touch $@
 
+# Azurite, the Azure Blob Storage emulator the tests run on loopback (npm; Node 20).
+AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
+$(AZURITE): | $(BIN)/python
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/azurite azurite@3
+
 demo: $(VENV)/.installed
 	$(BIN)/lakeseek demo
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(AZURITE)
 	$(BIN)/ruff check src tests benchmarks tools
 	$(BIN)/python tools/import_cycles.py src/lakeseek
 	$(BIN)/python -m pytest -q --hypothesis-show-statistics
 
 # The generated differential tests and lake histories with new seeds and many more examples (minutes).
 FUZZ_EXAMPLES ?= 200
-fuzz: $(VENV)/.installed
+fuzz: $(VENV)/.installed $(AZURITE)
 	LAKESEEK_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q --hypothesis-show-statistics \
 		tests/test_differential.py tests/test_damage.py tests/test_histories.py
 

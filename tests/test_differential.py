@@ -51,10 +51,14 @@ TYPES = {
     "b": pa.binary(),
     "flag": pa.bool_(),
     # Physical variety, read as Spark reads it: a dictionary-encoded string column, a column
-    # that is int32 in some files and int64 in others, and one spelled in another case in some.
+    # that is int32 in some files and int64 in others, one spelled in another case in some, and
+    # text and bytes whose files' Arrow schemas say view types in some, large ones in others
+    # (as Arrow-Rust writers record them).
     "sd": pa.string(),
     "wide": pa.int64(),
     "mixed": pa.int32(),
+    "sv": pa.string(),
+    "bv": pa.binary(),
 }
 INDEXED = [name for name in TYPES if name not in ("f32", "f64")]
 
@@ -67,6 +71,10 @@ def _physical(name: str, number: int) -> tuple[str, pa.DataType]:
         return name, pa.int32()
     if name == "mixed" and number % 2 == 0:
         return "Mixed", pa.int32()
+    if name == "sv":
+        return name, pa.string_view() if number % 2 else pa.large_string()
+    if name == "bv":
+        return name, pa.binary_view() if number % 2 else pa.large_binary()
     return name, TYPES[name]
 
 
@@ -92,6 +100,8 @@ EDGES = {
     "sd": ["a", "a%", "a\\b", "", "é", "5"],
     "wide": [-5, 0, 114, 2**31 - 1, 5_000_000_000, -(2**40)],
     "mixed": [-(2**31), 0, 5, 114],
+    "sv": ["a", "a%", "", "é", "it's", "5", "z" * 20],
+    "bv": [b"", b"\x00", b"ab", b"\xff\xfe"],
 }
 
 

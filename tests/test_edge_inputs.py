@@ -19,9 +19,9 @@ from click.testing import CliRunner
 import lakeseek
 import lakeseek.spark
 from lakeseek.cli.main import main
-from lakeseek.engine.paths import literal_path
 from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.spark import spark_schema, to_spark
+from lakeseek.spark.paths import literal_path
 
 pytestmark = pytest.mark.spark
 TZ = "spark.sql.session.timeZone"

@@ -98,7 +98,8 @@ class IndexCache:
         with self._lock:
             known = {path: self._schemas.get(key) for path, key in keys.items()}
         missing = [path for path, schema in known.items() if schema is None]
-        for path, schema in zip(missing, file_schemas(source, missing), strict=True):
+        sizes = {path: state.files[path].size for path in missing}
+        for path, schema in zip(missing, file_schemas(source, missing, sizes), strict=True):
             known[path] = schema
         with self._lock:
             for path in missing:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -50,7 +50,12 @@ log = logging.getLogger("lakeseek")
 
 
 def open_index(
-    source: str, *, index: str | None = None, name: str | None = None, lake_listing: LakeListing = "per_query"
+    source: str,
+    *,
+    index: str | None = None,
+    name: str | None = None,
+    lake_listing: LakeListing = "per_query",
+    storage_options: Mapping[str, object] | None = None,
 ) -> Index:
     """Open the latest committed version of an index of the lake at ``source``.
 
@@ -60,17 +65,20 @@ def open_index(
     files added, rewritten or removed since indexing are always accounted for. ``"once"``
     reuses the first one for the life of the Index, as a Spark DataFrame reuses its file
     index: faster lookups, but changes made to the lake afterwards are not seen until the
-    index is opened again.
+    index is opened again. ``storage_options`` configure the lake's object store (see
+    :mod:`lakeseek.io`; by default, the cloud's standard environment variables).
     """
-    location = locate(source, index, name)
+    location = locate(source, index, name, storage_options=storage_options)
     location.require_lake()
     root = IndexLog(location.storage, location.index_dir).latest()
     return Index(location, root, lake_listing=lake_listing)
 
 
-def list_indexes(source: str, *, index: str | None = None) -> list[Index]:
+def list_indexes(
+    source: str, *, index: str | None = None, storage_options: Mapping[str, object] | None = None
+) -> list[Index]:
     """Every committed index of the lake (deleted ones included)."""
-    first = locate(source, index, DEFAULT_NAME, existing=False)
+    first = locate(source, index, DEFAULT_NAME, existing=False, storage_options=storage_options)
     first.require_lake()
     found = []
     for name in index_names(first.storage, first.home):
@@ -321,7 +329,8 @@ class Index:
     def _opener(self, state: LakeState) -> Callable[[list[str]], object]:
         schema = self.schema_of(state)
         partitions = self.root.partition_columns
-        return lambda paths: self.lake.dataset(paths, schema, partitions)
+        sizes = {path: stamp.size for path, stamp in state.files.items()}
+        return lambda paths: self.lake.dataset(paths, schema, partitions, sizes=sizes)
 
     # -- state ------------------------------------------------------------------------------
     def lake_state(self) -> LakeState:
@@ -403,7 +412,8 @@ class Index:
         stamps = state.files
         self.storage.count_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
         with reading_data_files(self.lake, files):  # a damaged or vanished file, named
-            dataset = self.lake.dataset(files, schema, self.root.partition_columns, row_groups)
+            sizes = {path: stamps[path].size for path in files if path in stamps}
+            dataset = self.lake.dataset(files, schema, self.root.partition_columns, row_groups, sizes=sizes)
             return read_matching(dataset, selected, predicate, schema)
 
     def _plan(self, predicate: Predicate, state: LakeState) -> Plan:

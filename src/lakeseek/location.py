@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lakeseek.exceptions import LakeNotFoundError, LakeseekError
@@ -52,18 +53,25 @@ def index_names(storage: Storage, home: str) -> list[str]:
     return sorted(name for name in storage.list_dirs(home) if _VALID_NAME.fullmatch(name))
 
 
-def locate(source: str, index: str | None = None, name: str | None = None, *, existing: bool = True) -> Location:
+def locate(
+    source: str,
+    index: str | None = None,
+    name: str | None = None,
+    *,
+    existing: bool = True,
+    storage_options: Mapping[str, object] | None = None,
+) -> Location:
     """Where the lake at ``source`` and its index ``name`` are.
 
     ``index`` is the index home when it is not ``SOURCE/_lakeseek``. Without a ``name``,
     an existing index is chosen when the lake has just one (or one named "default").
     """
-    lake = open_source(source)
+    lake = open_source(source, storage_options)
     storage, lake_root = lake.storage, lake.root
     if index is None:
         home = f"{lake_root}/{DEFAULT_HOME}"
     else:
-        index_storage, home = storage_for(index)
+        index_storage, home = storage_for(index, storage_options)
         if index_storage is not storage:
             raise LakeseekError("the index must live on the same storage as the lake")
     if storage.is_local:  # a symlink must not smuggle the index into the lake, or the lake into it

@@ -1,3 +1,3 @@
-"""Where index builds run: a task runner protocol with a local (in-process) runner and a
-Spark runner, the Spark session lakeseek starts by default, and Spark's view of schemas and
-paths. pyspark is imported only when Spark work runs."""
+"""Where the tasks of index jobs run: a task runner protocol with a local (in-process) runner
+and a Spark runner, and the Spark session lakeseek starts by default. pyspark is imported only
+when Spark work runs."""

@@ -6,10 +6,11 @@ scheme in ``registry.py``, so another store plugs in without touching the index 
 """
 
 from lakeseek.io.local import LocalStorage
-from lakeseek.io.registry import register_storage, storage_for
+from lakeseek.io.registry import Address, register_storage, storage_for
 from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, carrying_counters, counting
 
 __all__ = [
+    "Address",
     "FileStatus",
     "IOStats",
     "LocalStorage",

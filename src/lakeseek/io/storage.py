@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from lakeseek.exceptions import UnsupportedStorageError
@@ -31,8 +32,8 @@ class Stamp(NamedTuple):
     number and the inode change time, which every write moves and which ``utime`` cannot set
     back (so a rewrite that restores size and mtime, ``cp -p``, ``rsync -t`` or an extracted
     tarball is still seen); an object store's ETag or generation once its backend supplies
-    it; "" where the storage offers none (then size and mtime are all there is). See
-    docs/freshness.md.
+    (the ETag an object store lists with each object); "" where the storage offers none (then
+    size and mtime are all there is). See docs/freshness.md.
     """
 
     size: int
@@ -42,21 +43,25 @@ class Stamp(NamedTuple):
 
 @dataclass
 class IOStats:
-    """Counters of storage calls.
+    """Counters of storage calls, by the request each is on an object store.
 
-    ``reads``/``bytes_read`` count lakeseek's own ranged reads (one GET each on an object
-    store: roots, footers, chunks). Data files are read by pyarrow's Parquet reader, which
-    makes its own ranged reads; ``data_files``/``data_bytes`` count the files handed to it
-    and their sizes (an upper bound of what it reads).
+    ``reads``/``bytes_read`` count lakeseek's own reads, each one (ranged) GET: roots, footers,
+    chunks. ``heads`` count existence checks of one file (HEAD), ``lists`` listings and
+    directory checks (LIST), ``writes``/``bytes_written`` PUTs, ``deletes`` DELETEs. Data files
+    are read by pyarrow's Parquet reader, which makes its own ranged reads (and no HEAD: it is
+    given each file's size); ``data_files``/``data_bytes`` count the files handed to it and their
+    sizes (an upper bound of what it reads).
     """
 
     reads: int = 0
     bytes_read: int = 0
     data_files: int = 0
     data_bytes: int = 0
+    heads: int = 0
     lists: int = 0
     writes: int = 0
     bytes_written: int = 0
+    deletes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add_read(self, nbytes: int) -> None:
@@ -69,9 +74,17 @@ class IOStats:
             self.data_files += count
             self.data_bytes += nbytes
 
+    def add_head(self) -> None:
+        with self._lock:
+            self.heads += 1
+
     def add_list(self) -> None:
         with self._lock:
             self.lists += 1
+
+    def add_delete(self) -> None:
+        with self._lock:
+            self.deletes += 1
 
     def add_write(self, nbytes: int) -> None:
         with self._lock:
@@ -85,9 +98,11 @@ class IOStats:
                 "bytes_read": self.bytes_read,
                 "data_files": self.data_files,
                 "data_bytes": self.data_bytes,
+                "heads": self.heads,
                 "lists": self.lists,
                 "writes": self.writes,
                 "bytes_written": self.bytes_written,
+                "deletes": self.deletes,
             }
 
 
@@ -155,7 +170,8 @@ class Storage:
 
     def uri(self, path: str) -> str:
         """The URI Spark and other engines use for ``path``; :func:`storage_for` of it gives
-        this storage back."""
+        this storage back. Paths are taken to start with the URI's host or bucket (as pyarrow's
+        object store file systems name them); a backend whose paths do not overrides this."""
         return f"{self.scheme}://{path}"
 
     # -- metadata -------------------------------------------------------------------------
@@ -177,23 +193,21 @@ class Storage:
         files whose name ``skip_file`` accepts and directories whose name ``skip_dir``
         accepts (they are not entered). An absent directory lists as empty.
 
-        This implementation lists through the Arrow file system, whose FileInfo carries no
-        ETag or generation: size and mtime are all the stamp has (version "").
+        A stamp must change whenever a file's content does: it is all that tells a query
+        that an indexed file was rewritten (docs/freshness.md). This implementation lists
+        through the Arrow file system, whose FileInfo carries no ETag or generation: size and
+        mtime are all the stamp has (version ""), so a backend whose file system does not move
+        a file's mtime on every write (pyarrow's in-memory one does not) must override this
+        with a version token of its own.
         """
         self._count(IOStats.add_list)
         infos = self.fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
-        skipped: dict[str, bool] = {}  # directory (relative) -> whether a directory on its path is skipped
-        found = {}
-        for info in infos:
-            if info.type != pafs.FileType.File:
-                continue
-            relative = info.path[len(directory) + 1 :]
-            parent, _, name = relative.rpartition("/")
-            if parent not in skipped:
-                skipped[parent] = any(skip_dir(part) for part in parent.split("/")) if parent else False
-            if not skipped[parent] and not skip_file(name):
-                found[relative] = Stamp(info.size, info.mtime_ns or 0, "")
-        return found
+        listed = (
+            (info.path[len(directory) + 1 :], Stamp(info.size, info.mtime_ns or 0, ""))
+            for info in infos
+            if info.type == pafs.FileType.File
+        )
+        return visible_files(listed, skip_dir, skip_file)
 
     def list_dirs(self, directory: str) -> list[str]:
         """Names of the directories directly in ``directory``; an absent one lists as empty."""
@@ -213,6 +227,11 @@ class Storage:
             data = f.read_at(length, offset)
         self._count(IOStats.add_read, len(data))
         return data
+
+    def open_input(self, path: str, size: int | None = None) -> pa.NativeFile:
+        """A file to read at random, for pyarrow's readers (a data file's footer). ``size``, when
+        known, spares a backend that needs it a HEAD request."""
+        return self.fs.open_input_file(path)
 
     # -- writes ---------------------------------------------------------------------------
     def write(self, path: str, data: bytes) -> None:
@@ -240,16 +259,34 @@ class Storage:
         )
 
     def delete_dir(self, path: str) -> None:
+        self._count(IOStats.add_delete)
         self.fs.delete_dir(path)
 
     def delete_file(self, path: str) -> None:
         """Delete a file; one already gone is not an error (another cleaner got there first)."""
+        self._count(IOStats.add_delete)
         with contextlib.suppress(FileNotFoundError):
             self.fs.delete_file(path)
 
     def is_file(self, path: str) -> bool:
-        self._count(IOStats.add_list)
+        self._count(IOStats.add_head)
         return self.fs.get_file_info(path).type == pafs.FileType.File
+
+
+def visible_files(
+    listed: Iterable[tuple[str, Stamp]], skip_dir: Callable[[str], bool], skip_file: Callable[[str], bool]
+) -> dict[str, Stamp]:
+    """The files of a flat listing (relative paths) that no skipped directory holds and whose
+    name is not skipped (see :meth:`Storage.walk_files`)."""
+    skipped: dict[str, bool] = {}  # directory (relative) -> whether a directory on its path is skipped
+    found = {}
+    for relative, stamp in listed:
+        parent_dir, _, name = relative.rpartition("/")
+        if parent_dir not in skipped:
+            skipped[parent_dir] = any(skip_dir(part) for part in parent_dir.split("/")) if parent_dir else False
+        if not skipped[parent_dir] and not skip_file(name):
+            found[relative] = stamp
+    return found
 
 
 def parent(path: str) -> str:

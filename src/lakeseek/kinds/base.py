@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -23,7 +23,7 @@ from lakeseek.engine.runner import Runner
 from lakeseek.format.actions import Action, Requirement
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import IndexContent, Root
-from lakeseek.io import Storage
+from lakeseek.io import Address, Storage
 
 if TYPE_CHECKING:
     from lakeseek.sources.base import LakeSource
@@ -43,8 +43,9 @@ REPAIR = "`lakeseek refresh --mode full` rebuilds the index"
 # -- what the planner asks ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Values:
-    """The column equals one of ``values`` (bound literals of the column's type); None stands
-    for IS NULL."""
+    """The column equals one of ``values`` (bound literals of the column's type: Python values
+    that ``pyarrow.scalar(value, column_type)`` takes; dates and timestamps may be their Arrow
+    storage numbers); None stands for IS NULL."""
 
     column: str
     values: tuple[Any, ...]
@@ -75,7 +76,9 @@ Condition = Values | Range | Pattern
 @dataclass(frozen=True)
 class Lookup:
     """A lookup a kind offers for a condition: what it should cost and leave, and the lookup
-    itself, which returns the sorted distinct locations of the indexed files that may match."""
+    itself, which returns the sorted distinct locations (a numpy int64 array, see
+    ``LOCATION_SHIFT``) of the indexed files that may match. Locations of files removed or
+    rewritten since they were indexed may be among them: the planner drops them."""
 
     column: str
     estimate: Estimate
@@ -84,7 +87,11 @@ class Lookup:
 
 class KindReader(ABC):
     """One version of an index, read on demand. Its caches are its own and shared by every
-    handle on the version, so its methods must be safe to call from several threads."""
+    handle on the version, so its methods must be safe to call from several threads.
+
+    A file of the index that is missing or damaged must raise ``IndexCorruptError``: the
+    query then reads every file (and says why), never fewer. Any other error fails the query.
+    """
 
     # Whether locations tell row groups apart (else every location's row group is 0).
     row_groups: bool = False
@@ -123,6 +130,12 @@ class OperationFiles:
     storage: Storage
     index_dir: str
     operation_id: str
+    storage_options: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def index(self) -> Address:
+        """The index directory as plain data, for tasks to open wherever they run."""
+        return Address(self.storage.uri(self.index_dir), dict(self.storage_options))
 
     @property
     def data_dir(self) -> str:
@@ -171,12 +184,14 @@ class IndexKind(ABC):
     @abstractmethod
     def configure(self, options: Mapping[str, Any]) -> Any:
         """The kind's build settings from ``create_index``'s kind options (a LakeseekError
-        naming a bad or unknown one); kept in its part of the root."""
+        naming a bad or unknown one). :meth:`build` gets them; the kind keeps them in its part
+        of the root (as ``config``, which :meth:`config_of` gives back for a full refresh)."""
 
     @abstractmethod
     def check_columns(self, names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[str]:
-        """The columns behind ``names`` (as Spark resolves them), or UnsupportedColumnError
-        naming one this kind cannot index."""
+        """The columns behind ``names`` (as Spark resolves them:
+        :func:`lakeseek.expressions.binding.resolve_column`), or UnsupportedColumnError naming
+        one this kind cannot index."""
 
     @abstractmethod
     def decode(self, raw: dict) -> IndexContent:

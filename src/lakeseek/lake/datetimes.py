@@ -73,9 +73,9 @@ def parquet_format() -> ds.ParquetFileFormat:
     return ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit=INT96_UNIT))
 
 
-def open_parquet(path: str, filesystem) -> pq.ParquetFile:
+def open_parquet(file: pa.NativeFile) -> pq.ParquetFile:
     """One lake file, INT96 read as microseconds."""
-    return pq.ParquetFile(path, filesystem=filesystem, coerce_int96_timestamp_unit=INT96_UNIT)
+    return pq.ParquetFile(file, coerce_int96_timestamp_unit=INT96_UNIT)
 
 
 def spark_arrow_schema(file: pq.ParquetFile) -> pa.Schema:

@@ -36,10 +36,12 @@ def open_dataset(
     partition_columns: Sequence[str],
     row_groups: Mapping[str, Sequence[int]] | None = None,
     time_zone: str = "UTC",
+    sizes: Mapping[str, int] | None = None,
 ) -> ds.FileSystemDataset | RebasedDataset:
     """A pyarrow dataset over exactly these data files, with their partition values.
 
     ``row_groups`` limits a file to some of its row groups (files absent from it are read whole).
+    ``sizes`` of the files, when known, spare an object store a HEAD request per file.
     Dates and timestamps read as Spark reads them (:mod:`lakeseek.lake.datetimes`): INT96 as
     microseconds, and the files Spark rebases from the Julian calendar rebased. Partition
     values of timestamps are in ``time_zone``, as Spark's session reads them.
@@ -47,6 +49,7 @@ def open_dataset(
     fields = partition_fields(schema, partition_columns)
     parquet = parquet_format()
     selected = row_groups or {}
+    known = sizes or {}
     fs = source.storage.fs
     fragments = [
         parquet.make_fragment(
@@ -54,6 +57,7 @@ def open_dataset(
             fs,
             source.partition_expression(path, fields, time_zone) if partition_columns else ds.scalar(True),
             row_groups=selected.get(path),
+            file_size=known.get(path),
         )
         for path in paths
     ]
@@ -76,7 +80,7 @@ def open_files(
         return open_dataset(source, paths, schema, partition_columns, row_groups, **options)
     data = [name for name in schema.names if name not in partition_columns]
     renamed: dict[str, dict[str, str]] = {}
-    for path, found in zip(paths, file_schemas(source, paths), strict=True):
+    for path, found in zip(paths, file_schemas(source, paths, options.get("sizes")), strict=True):
         names = {name: file_name for name, file_name in match_columns(data, found.names).items() if name != file_name}
         if names:
             renamed[path] = names
@@ -118,34 +122,77 @@ class _Files:
 
 
 def plain_schema(schema: pa.Schema) -> pa.Schema:
-    """A file's schema without the metadata that differs from file to file."""
-    return pa.schema([pa.field(f.name, f.type) for f in schema])
+    """A file's schema as lakeseek reads it: without the metadata that differs from file to
+    file, and with Arrow's view types as their plain ones (:func:`without_views`)."""
+    return pa.schema([pa.field(f.name, without_views(f.type)) for f in schema])
 
 
-def open_data_file(source: LakeSource, path: str) -> pq.ParquetFile:
-    """One data file of the lake, opened (its footer read)."""
-    return open_parquet(source.path(path), source.storage.fs)
+def without_views(arrow_type: pa.DataType) -> pa.DataType:
+    """``arrow_type`` with its view types (``string_view``, ``binary_view``, ``list_view``, ...,
+    which Arrow-Rust writers such as DataFusion, Polars and delta-rs record in a file's Arrow
+    schema) as the plain types holding the same values, which every Arrow kernel takes: the
+    Parquet data is the same, and a dataset read with the plain type converts as it reads.
+    A type with no view inside is returned as it is."""
+    t = arrow_type
+    if pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_list_view(t):
+        return pa.list_(_field_without_views(t.value_field))
+    if pa.types.is_large_list_view(t):
+        return pa.large_list(_field_without_views(t.value_field))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        value = _field_without_views(t.value_field)
+        if value.equals(t.value_field):
+            return t
+        if pa.types.is_fixed_size_list(t):
+            return pa.list_(value, t.list_size)
+        return pa.list_(value) if pa.types.is_list(t) else pa.large_list(value)
+    if pa.types.is_map(t):
+        key, item = _field_without_views(t.key_field), _field_without_views(t.item_field)
+        return t if key.equals(t.key_field) and item.equals(t.item_field) else pa.map_(key, item, t.keys_sorted)
+    if pa.types.is_struct(t):
+        fields = [_field_without_views(t.field(i)) for i in range(t.num_fields)]
+        return t if all(f.equals(t.field(i)) for i, f in enumerate(fields)) else pa.struct(fields)
+    if pa.types.is_dictionary(t):
+        value = without_views(t.value_type)
+        return t if value.equals(t.value_type) else pa.dictionary(t.index_type, value, t.ordered)
+    return t
 
 
-def file_schema(source: LakeSource, path: str) -> pa.Schema:
+def _field_without_views(field: pa.Field) -> pa.Field:
+    return field.with_type(without_views(field.type))
+
+
+def open_data_file(source: LakeSource, path: str, size: int | None = None) -> pq.ParquetFile:
+    """One data file of the lake, opened (its footer read); ``size``, when known, spares an
+    object store a HEAD request."""
+    return open_parquet(source.storage.open_input(source.path(path), size))
+
+
+def file_schema(source: LakeSource, path: str, size: int | None = None) -> pa.Schema:
     """The Arrow schema lakeseek reads a data file with (INT96 as Spark types it)."""
-    return plain_schema(spark_arrow_schema(open_data_file(source, path)))
+    return plain_schema(spark_arrow_schema(open_data_file(source, path, size)))
 
 
-def file_schemas(source: LakeSource, paths: Sequence[str]) -> list[pa.Schema]:
+def file_schemas(source: LakeSource, paths: Sequence[str], sizes: Mapping[str, int] | None = None) -> list[pa.Schema]:
     """The schemas of ``paths`` (footers read in parallel); a damaged or vanished file is a
     DataFileError naming it."""
+    known = sizes or {}
     with reading_data_files(source, paths):
         if len(paths) <= 1:
-            return [file_schema(source, path) for path in paths]
+            return [file_schema(source, path, known.get(path)) for path in paths]
         with ThreadPoolExecutor(min(16, len(paths))) as pool:
-            return list(pool.map(lambda path: file_schema(source, path), paths))
+            return list(pool.map(lambda path: file_schema(source, path, known.get(path)), paths))
 
 
-def distinct_schemas(source: LakeSource, paths: Sequence[str]) -> list[tuple[str, pa.Schema]]:
+def distinct_schemas(
+    source: LakeSource, paths: Sequence[str], sizes: Mapping[str, int] | None = None
+) -> list[tuple[str, pa.Schema]]:
     """Each distinct schema among the files ``paths`` (in order), with the first file holding it."""
     seen: dict[bytes, tuple[str, pa.Schema]] = {}
-    for path, schema in zip(paths, file_schemas(source, paths), strict=True):
+    for path, schema in zip(paths, file_schemas(source, paths, sizes), strict=True):
         seen.setdefault(schema.serialize().to_pybytes(), (path, schema))
     return list(seen.values())
 

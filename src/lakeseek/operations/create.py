@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -50,6 +51,7 @@ def create_index(
     engine: Engine = "spark",
     progress: ProgressCallback | None = None,
     commit_tries: int = DEFAULT_COMMIT_TRIES,
+    storage_options: Mapping[str, object] | None = None,
     **options: Any,
 ) -> Index:
     """Index ``columns`` of the lake at ``source`` and return the index.
@@ -61,10 +63,11 @@ def create_index(
     :class:`lakeseek.kinds.sorted_index.SortedKind`). When the index exists, the columns it lacks
     are added to it (over the files it covers). The build runs on Spark (``spark`` defaults
     to a local session), or with ``engine="local"`` in this process. ``progress`` receives
-    (label, done, total) task counts.
+    (label, done, total) task counts. ``storage_options`` configure the lake's object store
+    (see :mod:`lakeseek.io`).
     """
     names = _column_list(columns)
-    location = locate(source, index, name, existing=False)
+    location = locate(source, index, name, existing=False, storage_options=storage_options)
     location.require_lake()
     log = IndexLog(location.storage, location.index_dir)
     latest = log.latest() if log.versions() else None
@@ -77,13 +80,22 @@ def create_index(
             # Columns only files added since the last refresh have (or a partition column that was
             # void then): the refresh indexes those files and records their schema, then the
             # columns are added like any other.
-            refresh_index(source, "incremental", index=index, spark=spark, name=name, engine=engine, progress=progress)
+            refresh_index(
+                source,
+                "incremental",
+                index=index,
+                spark=spark,
+                name=name,
+                engine=engine,
+                progress=progress,
+                storage_options=storage_options,
+            )
     runner = LazyRunner(lambda: runner_for(engine, spark, progress))
     with operation(location, "create", commit_tries) as op:
         if latest is not None:
             root = op.transact(lambda base: _add_columns(op, base, names, runner))
         else:
-            root = _create(op, chosen.name, config, names, spark, runner)
+            root = _create(op, chosen.name, config, names, runner)
     return Index(location, root)
 
 
@@ -94,21 +106,13 @@ def _unrecorded(root: Root, names: list[str]) -> bool:
     return root.state == ACTIVE and any(name.lower() not in recorded for name in names)
 
 
-def _create(
-    op: Operation, kind: str, config: Any, names: list[str], spark: SparkSession | None, runner: LazyRunner
-) -> Root:
+def _create(op: Operation, kind: str, config: Any, names: list[str], runner: LazyRunner) -> Root:
     location = op.location
     snapshot = lake_snapshot(location)
     files = snapshot.files
     if not files:
         raise LakeNotFoundError(f"no data files in {location.lake_root}")
-
-    def session() -> SparkSession:
-        from lakeseek.engine.session import default_session
-
-        return spark or default_session()
-
-    lake = location.source.discover(list(files), runner, session)
+    lake = location.source.discover(files, runner)
     chosen = kind_named(kind)
     columns = chosen.check_columns(names, lake.schema, lake.partition_columns)
     lineage = numbered(files, first_id=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from lakeseek.commits.transaction import DEFAULT_COMMIT_TRIES
@@ -31,6 +32,7 @@ def optimize_index(
     engine: Engine | None = None,
     progress: ProgressCallback | None = None,
     commit_tries: int = DEFAULT_COMMIT_TRIES,
+    storage_options: Mapping[str, object] | None = None,
 ) -> Index:
     """Compact the index.
 
@@ -42,7 +44,7 @@ def optimize_index(
     """
     if mode not in ("quick", "full"):
         raise LakeseekError(f"unknown optimize mode {mode!r}: use quick or full")
-    location = existing(source, index, name)
+    location = existing(source, index, name, storage_options)
     chosen: Engine = engine or ("local" if mode == "quick" else "spark")
     runner = LazyRunner(lambda: runner_for(chosen, spark, progress))
     with operation(location, f"optimize {mode}", commit_tries) as op:

@@ -18,7 +18,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 import pyarrow as pa
@@ -54,7 +54,7 @@ class Operation:
         self.commit_tries = commit_tries
         self.log = IndexLog(location.storage, location.index_dir)
         self.leases = Leases(location.storage, location.index_dir)
-        self.files = OperationFiles(location.storage, location.index_dir, self.id)
+        self.files = OperationFiles(location.storage, location.index_dir, self.id, location.source.storage_options)
         self.lease: Lease | None = None
         self.committed: Root | None = None
 
@@ -131,8 +131,10 @@ class LazyRunner:
         return self._runner
 
 
-def existing(source: str, index: str | None, name: str | None) -> Location:
-    location = locate(source, index, name)
+def existing(
+    source: str, index: str | None, name: str | None, storage_options: Mapping[str, object] | None
+) -> Location:
+    location = locate(source, index, name, storage_options=storage_options)
     location.require_lake()
     if not IndexLog(location.storage, location.index_dir).versions():
         raise IndexNotFoundError(f"no lakeseek index '{location.name}' at {location.home}")
@@ -199,7 +201,7 @@ def schema_now(
         then = source.partition_types(indexed, partitions)
         now = source.partition_types(files, partitions)
         schema = with_partition_types(schema, current_partition_types(schema, partitions, then, now))
-    schema = merged_schema(source, runner, schema, partitions, sorted(paths))
+    schema = merged_schema(source, runner, schema, partitions, {path: files[path] for path in sorted(paths)})
     return schema, spark_schema_json(schema, partitions, base.schema, base.spark_schema)
 
 

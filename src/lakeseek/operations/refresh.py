@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from lakeseek.commits.transaction import DEFAULT_COMMIT_TRIES
@@ -59,6 +60,7 @@ def refresh_index(
     engine: Engine = "spark",
     progress: ProgressCallback | None = None,
     commit_tries: int = DEFAULT_COMMIT_TRIES,
+    storage_options: Mapping[str, object] | None = None,
 ) -> Index:
     """Bring the index up to date with the lake.
 
@@ -74,7 +76,7 @@ def refresh_index(
     """
     if mode not in ("full", "incremental", "quick"):
         raise LakeseekError(f"unknown refresh mode {mode!r}: use full, incremental or quick")
-    location = existing(source, index, name)
+    location = existing(source, index, name, storage_options)
     runner = LazyRunner(lambda: runner_for(engine, spark, progress))
     with operation(location, f"refresh {mode}", commit_tries) as op:
         root = op.transact(lambda base: _refresh(op, base, mode, runner))

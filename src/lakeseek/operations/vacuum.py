@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lakeseek.commits.leases import Lease, Leases
@@ -38,6 +39,7 @@ def vacuum_index(
     index: str | None = None,
     name: str | None = None,
     retention_hours: float = DEFAULT_RETENTION_HOURS,
+    storage_options: Mapping[str, object] | None = None,
 ) -> VacuumResult:
     """Delete every index file no retained version references.
 
@@ -45,7 +47,7 @@ def vacuum_index(
     readers that opened a version within the retention keep working. Files written by a
     live operation (its lease) are kept; those of crashed or cancelled ones are removed.
     """
-    location = existing(source, index, name)
+    location = existing(source, index, name, storage_options)
     storage, index_dir = location.storage, location.index_dir
     log = IndexLog(storage, index_dir)
     # Order matters: files are listed before leases, leases before the log, so a file an
@@ -90,12 +92,18 @@ def vacuum_index(
     return VacuumResult(deleted, deleted_bytes, len([v for v in versions if v < min(retained)]), recovered)
 
 
-def cancel_operations(source: str, *, index: str | None = None, name: str | None = None) -> list[Lease]:
+def cancel_operations(
+    source: str,
+    *,
+    index: str | None = None,
+    name: str | None = None,
+    storage_options: Mapping[str, object] | None = None,
+) -> list[Lease]:
     """Cancel every running or crashed operation on the index and delete what it wrote.
 
     A cancelled operation that is still running finds its lease gone and does not commit.
     """
-    location = existing(source, index, name)
+    location = existing(source, index, name, storage_options)
     leases = Leases(location.storage, location.index_dir)
     cancelled = leases.all()
     for lease in cancelled:

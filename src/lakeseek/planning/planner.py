@@ -21,6 +21,7 @@ from lakeseek.cost import Cost, Estimate, LakeSize, human_size
 from lakeseek.expressions import And, ColumnComparison, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
 from lakeseek.expressions.binding import value_type
 from lakeseek.expressions.rounding import domain, float_bounds
+from lakeseek.expressions.types import is_text
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
 from lakeseek.kinds.base import LOCATION_SHIFT, Condition, KindReader, Lookup, Pattern, Range, Values
@@ -328,8 +329,15 @@ def _conjuncts(predicate: Predicate) -> list[Predicate]:
 
 
 def _exact(comparison: Comparison, column_type: pa.DataType) -> bool:
-    """Whether the comparison is made in the column's own type (see lakeseek.expressions.binding)."""
-    return comparison.literal.type is None or comparison.literal.type == column_type
+    """Whether the comparison is made in the column's own values (see lakeseek.expressions.binding):
+    in its type, or another width of text or bytes (``binary`` for a ``large_binary`` column)."""
+    literal_type = comparison.literal.type
+    if literal_type is None or literal_type == column_type:
+        return True
+    variable_bytes = (pa.binary(), pa.large_binary())  # a fixed-size column takes no literal of another size
+    return (is_text(literal_type) and is_text(column_type)) or (
+        literal_type in variable_bytes and column_type in variable_bytes
+    )
 
 
 def _merged_ranges(parts: list[Predicate], column_type: Callable[[str], pa.DataType]) -> list[Predicate | Range]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -25,9 +25,6 @@ from lakeseek.io import Stamp, Storage
 from lakeseek.lake.files import distinct_schemas, open_files
 from lakeseek.lake.schemas import merge_schemas, spark_schema_json
 from lakeseek.lake.state import Changes
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
 _EMPTY_SPARK_SCHEMA = '{"type": "struct", "fields": []}'
 
@@ -43,6 +40,23 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
+class LakeAddress:
+    """A lake as plain data any process can open again (a Spark executor, for the tasks of a
+    job): its URI, the source it was opened as, and the storage options."""
+
+    uri: str
+    source: str
+    options: Mapping[str, object] = field(default_factory=dict)
+
+    def open(self) -> LakeSource:
+        """The lake, as the same source (a LakeseekError when this process does not know it:
+        the module that registers it must be imported here too)."""
+        from lakeseek.sources import open_source
+
+        return open_source(self.uri, self.options, source_format=self.source)
+
+
+@dataclass(frozen=True)
 class LakeSchema:
     """The lake's schema when an index is created: Arrow types lakeseek reads it with, the
     same as Spark's StructType JSON, and the partition columns."""
@@ -53,9 +67,16 @@ class LakeSchema:
 
 
 class LakeSource(ABC):
-    """A lake whose data files are Parquet files of one storage, below one root."""
+    """A lake whose data files are Parquet files of one storage, below one root.
+
+    A source is registered by name (:func:`lakeseek.sources.register_source`) in each process
+    that opens the lake: build tasks open it again on Spark's executors, so the module that
+    registers it must be imported there too (a task that finds another source raises)."""
 
     name: ClassVar[str]
+    # The object store's settings the lake was opened with (see lakeseek.io): build tasks,
+    # wherever they run, open the lake again with them.
+    storage_options: Mapping[str, object] = {}
 
     def __init__(self, storage: Storage, root: str) -> None:
         self.storage = storage
@@ -70,6 +91,11 @@ class LakeSource(ABC):
         """The lake's URI: :func:`lakeseek.sources.open_source` of it gives this source back
         (build tasks open the lake so, wherever they run)."""
         return self.storage.uri(self.root)
+
+    @property
+    def address(self) -> LakeAddress:
+        """The lake as plain data, for tasks to open it again wherever they run."""
+        return LakeAddress(self.uri, self.name, dict(self.storage_options))
 
     @property
     def shown_root(self) -> str:
@@ -95,11 +121,17 @@ class LakeSource(ABC):
     @abstractmethod
     def snapshot(self, *, exclude: str | None = None) -> Snapshot:
         """The lake now. ``exclude`` is a directory (an index home) whose files are never data.
-        LakeNotFoundError when there is no lake."""
+        LakeNotFoundError when there is no lake.
+
+        A source that gives versions vouches with them: while a snapshot's ``version`` equals
+        the one an index recorded, no file it lists changed (queries compare no stamp), so its
+        files must never be rewritten in place (a table format's are not), or its version
+        must change when one is."""
 
     def changes(self, since: str, snapshot: Snapshot) -> Changes | None:
         """What changed from the source's version ``since`` to ``snapshot``; None when the
-        source cannot tell (then the files' stamps are compared)."""
+        source cannot tell (then the files' stamps are compared). What it returns is taken
+        over the stamps: a listed file it does not name counts as unchanged."""
         return None
 
     # -- what the files hold ----------------------------------------------------------------------
@@ -116,7 +148,7 @@ class LakeSource(ABC):
         index covered), where the files say (see :func:`lakeseek.lake.schemas.current_partition_types`)."""
         return {}
 
-    def discover(self, files: list[str], runner: Callable[[], Runner], spark: Callable[[], SparkSession]) -> LakeSchema:
+    def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The lake's schema when an index of ``files`` is created: by default every file's
         schema merged (:mod:`lakeseek.lake.schemas`), without partition columns."""
         schema = merged_schema(self, runner, pa.schema([]), (), files)
@@ -129,10 +161,11 @@ class LakeSource(ABC):
         partition_columns: Sequence[str],
         row_groups: Mapping[str, Sequence[int]] | None = None,
         time_zone: str = "UTC",
+        sizes: Mapping[str, int] | None = None,
     ):
         """A pyarrow dataset over exactly ``files``, read with ``schema`` (see
-        :func:`lakeseek.lake.files.open_files`)."""
-        return open_files(self, files, schema, partition_columns, row_groups, time_zone=time_zone)
+        :func:`lakeseek.lake.files.open_files`); ``sizes`` of the files spare HEAD requests."""
+        return open_files(self, files, schema, partition_columns, row_groups, time_zone=time_zone, sizes=sizes)
 
 
 # Up to this many files, their footers are read in this process (by threads), else by a job.
@@ -145,22 +178,23 @@ def merged_schema(
     runner: Callable[[], Runner],
     schema: pa.Schema,
     partition_columns: Sequence[str],
-    files: list[str],
+    files: Mapping[str, Stamp],
 ) -> pa.Schema:
-    """``schema`` with the schema of every data file of ``files`` merged in (see
+    """``schema`` with the schema of every data file of ``files`` merged in, in their order (see
     :mod:`lakeseek.lake.schemas`): wider types, new columns, other spellings of a column; an
     IncompatibleSchemaError names a file whose column has no exact common type with the lake's."""
-    if len(files) <= FOOTERS_IN_PROCESS:
-        found = distinct_schemas(source, files)
+    paths = list(files)
+    sizes = {path: stamp.size for path, stamp in files.items()}
+    if len(paths) <= FOOTERS_IN_PROCESS:
+        found = distinct_schemas(source, paths, sizes)
     else:
-        tasks = [(source.uri, files[i : i + FOOTERS_PER_TASK]) for i in range(0, len(files), FOOTERS_PER_TASK)]
+        chunks = [paths[i : i + FOOTERS_PER_TASK] for i in range(0, len(paths), FOOTERS_PER_TASK)]
+        tasks = [(source.address, {path: sizes[path] for path in chunk}) for chunk in chunks]
         results = runner().run("reading the files' schemas", tasks, _schemas_task)
         found = [(result["path"], values.deserialize_schema(result["schema"])) for result in results]
     return merge_schemas(schema, found, partition_columns)
 
 
-def _schemas_task(lake_uri: str, files: list[str]) -> list[dict]:
-    from lakeseek.sources import open_source
-
-    found = distinct_schemas(open_source(lake_uri), files)
+def _schemas_task(lake: LakeAddress, sizes: dict[str, int]) -> list[dict]:
+    found = distinct_schemas(lake.open(), list(sizes), sizes)
     return [{"path": path, "schema": values.serialize_schema(schema)} for path, schema in found]

@@ -9,24 +9,25 @@ its content) tells whether it changed (docs/freshness.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from lakeseek.engine.paths import literal_path
-from lakeseek.engine.runner import Runner, spark_errors
+from lakeseek.engine.runner import Runner
 from lakeseek.exceptions import LakeNotFoundError
+from lakeseek.io import Stamp
 from lakeseek.lake.datetimes import spark_arrow_schema
-from lakeseek.lake.files import open_data_file
+from lakeseek.lake.files import open_data_file, plain_schema
 from lakeseek.lake.schemas import spark_schema_json
 from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, merged_schema
-from lakeseek.sources.partitions import infer_partition_types, partition_expression, partition_values
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from lakeseek.sources.partitions import (
+    infer_partition_types,
+    partition_expression,
+    partition_values,
+    unescape_path_name,
+)
 
 
 def is_hidden(name: str, *, directory: bool = False) -> bool:
@@ -76,21 +77,21 @@ class DirectorySource(LakeSource):
     def partition_types(self, files: Iterable[str], partition_columns: Sequence[str]) -> dict[str, pa.DataType]:
         return infer_partition_types(files, partition_columns)
 
-    def discover(self, files: list[str], runner: Callable[[], Runner], spark: Callable[[], SparkSession]) -> LakeSchema:
-        """Spark's schema of the lake (its partition columns and their inferred types: the Spark
-        front ends rely on them), with every file's schema merged in (Spark's is one file's)."""
-        from lakeseek.engine.schema import lake_schema  # imports pyspark: only builds that start on Spark need it
-
-        with spark_errors():
-            spark_schema = spark().read.parquet(literal_path(self.uri)).schema
-        keys = {part.split("=", 1)[0] for part in files[0].split("/")[:-1] if "=" in part}
-        partition_columns = tuple(name for name in spark_schema.names if name in keys)
-        physical = spark_arrow_schema(open_data_file(self, files[0]))
-        recorded = lake_schema(spark_schema, physical, list(partition_columns))
-        schema = merged_schema(self, runner, recorded, partition_columns, files)
-        return LakeSchema(
-            schema, spark_schema_json(schema, partition_columns, recorded, spark_schema.json()), partition_columns
-        )
+    def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
+        """The schema ``spark.read.option("mergeSchema", "true").parquet`` gives the lake, without
+        Spark: the first file's columns, every other file's merged in (:mod:`lakeseek.lake.schemas`),
+        then the partition columns of its directories, typed as Spark infers them from every file's."""
+        first = next(iter(files))
+        keys = [unescape_path_name(part.split("=", 1)[0]) for part in first.split("/")[:-1] if "=" in part]
+        partition_columns = tuple(dict.fromkeys(keys))
+        physical = plain_schema(spark_arrow_schema(open_data_file(self, first, files[first].size)))
+        folded = {name.lower() for name in partition_columns}
+        data = [field for field in physical if field.name.lower() not in folded]  # the directory's value wins
+        types = infer_partition_types(files, partition_columns)
+        partitions = [pa.field(name, types.get(name, pa.string())) for name in partition_columns]
+        schema = merged_schema(self, runner, pa.schema(data + partitions), partition_columns, files)
+        empty = '{"type": "struct", "fields": []}'
+        return LakeSchema(schema, spark_schema_json(schema, partition_columns, pa.schema([]), empty), partition_columns)
 
 
 @lru_cache(maxsize=4096)

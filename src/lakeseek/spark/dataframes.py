@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakeseek.engine.paths import literal_path
 from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.format.root import DELETED
 from lakeseek.kinds.base import FILE_ID, KEY
 from lakeseek.locate import FILE
+from lakeseek.spark.paths import literal_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -9,8 +9,9 @@ It is format ``"lakeseek_python"``, and ``"lakeseek"`` where the JVM data source
     spark.sql("SELECT * FROM t WHERE record_id = 123")
 
 Options: ``path`` (the lake), ``index`` (index home, when not ``PATH/_lakeseek``), ``name``
-(which index), and the partition sizing knobs ``maxPartitionBytes``, ``openCostInBytes``
-and ``parallelism`` (defaults: the session's, as seen by :func:`register`).
+(which index), ``storage.<NAME>`` (an object store's setting, e.g. ``storage.AWS_ENDPOINT_URL``:
+see :mod:`lakeseek.io`), and the partition sizing knobs ``maxPartitionBytes``,
+``openCostInBytes`` and ``parallelism`` (defaults: the session's, as seen by :func:`register`).
 
 Division of labour: the index only chooses *files*; Spark stays the judge of *rows*.
 ``pushFilters`` hands every filter back to Spark, so Spark evaluates each predicate on
@@ -131,7 +132,11 @@ def open_source_index(options: Mapping[str, str]) -> Index:
     try:
         # "once": a scan lists the lake once, and plans and sizes its files from that listing.
         return open_index(
-            path, index=read_option(options, "index"), name=read_option(options, "name"), lake_listing="once"
+            path,
+            index=read_option(options, "index"),
+            name=read_option(options, "name"),
+            lake_listing="once",
+            storage_options=storage_options(options),
         )
     except LakeseekError as error:
         raise type(error)(f"lakeseek data source over {path}: {error}") from error
@@ -139,6 +144,16 @@ def open_source_index(options: Mapping[str, str]) -> Index:
 
 SOURCE_OPTIONS_KEY = "lakeseek.options"
 _SOURCE_OPTIONS = ("path", "index", "name", "maxPartitionBytes", "openCostInBytes", "parallelism")
+
+
+STORAGE_OPTION = "storage."
+
+
+def storage_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The object store's settings among the read options: ``storage.<NAME>`` (see lakeseek.io)."""
+    return {
+        key[len(STORAGE_OPTION) :]: value for key, value in options.items() if key.lower().startswith(STORAGE_OPTION)
+    }
 
 
 def recursive_file_lookup(options: Mapping[str, str]) -> bool:
@@ -154,6 +169,7 @@ def _creates_table(options: Mapping[str, str]) -> bool:
 def with_source_options(schema: StructType, options: Mapping[str, str]) -> StructType:
     """``schema`` with the lakeseek options in its first field's metadata (see ``schema()``)."""
     kept = {key: value for key in _SOURCE_OPTIONS if (value := read_option(options, key)) is not None}
+    kept.update({f"{STORAGE_OPTION}{key}": value for key, value in storage_options(options).items()})
     first, *rest = schema.fields
     metadata = {**(first.metadata or {}), SOURCE_OPTIONS_KEY: json.dumps(kept, sort_keys=True)}
     return StructType([StructField(first.name, first.dataType, first.nullable, metadata), *rest])
@@ -249,7 +265,7 @@ class LakeseekReader(DataSourceReader):
             LakeseekPartition(
                 tuple(group),
                 {path: chosen.row_groups[path] for path in group if path in chosen.row_groups},
-                sum(sizes.get(path, 0) for path in group),
+                {path: sizes[path] for path in group if path in sizes},
             )
             for group in pack(files, self.settings)
         ]
@@ -268,7 +284,7 @@ class LakeseekReader(DataSourceReader):
     def _spec(self) -> ScanSpec:
         index = self.index
         return ScanSpec(
-            location=index.lake.uri,
+            lake=index.lake.address,
             dataset_schema=dataset_schema(self.arrow_schema, self.schema),
             columns=tuple(self.schema.fieldNames()),
             partition_columns=() if recursive_file_lookup(self.options) else tuple(index.root.partition_columns),

@@ -20,7 +20,7 @@ from lakeseek.expressions.arrow import to_arrow
 from lakeseek.index import Index
 from lakeseek.lake.files import reading_data_files
 from lakeseek.planning import Fallback, Plan, full_scan
-from lakeseek.sources import open_source
+from lakeseek.sources.base import LakeAddress
 from lakeseek.spark.filters import conjunction
 
 TIME_ZONE_CONF = "spark.sql.session.timeZone"
@@ -102,7 +102,7 @@ class ScanSpec:
     so it travels once per task rather than once per partition, and no task opens the index.
     """
 
-    location: str  # the lake, as open_source() takes it
+    lake: LakeAddress
     dataset_schema: pa.Schema  # the index's Arrow schema, plus any column it leaves out
     columns: tuple[str, ...]  # Spark's columns, in its order
     partition_columns: tuple[str, ...]
@@ -116,7 +116,7 @@ class LakeseekPartition(InputPartition):
 
     files: tuple[str, ...]
     row_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    size: int = 0  # bytes, as listed
+    sizes: dict[str, int] = field(default_factory=dict)  # bytes, as listed: read with no HEAD request
 
 
 def plan_scan(index: Index, predicates: Sequence[Predicate]) -> Plan:
@@ -162,13 +162,14 @@ def read_partition(spec: ScanSpec, partition: LakeseekPartition, schema: StructT
 
     Runs on an executor: no index is opened, only the data files.
     """
-    source = open_source(spec.location)
+    source = spec.lake.open()
     dataset = source.dataset(
         list(partition.files),
         spec.dataset_schema,
         spec.partition_columns,
         partition.row_groups or None,
         time_zone=session_time_zone() or spec.time_zone,  # partition timestamps, as Spark reads them
+        sizes=partition.sizes,
     )
     arrow_filter = None if spec.predicate is None else to_arrow(spec.predicate, spec.dataset_schema)
     target = output_schema(schema)

@@ -99,15 +99,14 @@ class SortedKind(IndexKind):
             return None
         if not chosen:
             return None
-        index_uri = job.storage.uri(job.files.index_dir)
         actions, requirements = [], []
         for number, (name, index) in enumerate(chosen.items()):
             prefix = index_file_prefix(job.files.data_dir, number)
             if mode == "quick":
-                merged = merge_increments(job.runner, index_uri, prefix, index, removed, content.config)
+                merged = merge_increments(job.runner, job.files.index, prefix, index, removed, content.config)
                 segments = index.segments[:1] + ((merged,) if merged.files else ())
             else:
-                segments = (fold_increments(job.runner, index_uri, prefix, index, removed, content.config),)
+                segments = (fold_increments(job.runner, job.files.index, prefix, index, removed, content.config),)
             actions.append(ReplaceSegments(name, len(index.segments), segments))
             requirements.append(SegmentsStartWith(name, index.segments))
         return Change(tuple(actions), tuple(requirements))

@@ -32,7 +32,7 @@ from lakeseek.expressions.binding import resolve_column, value_type
 from lakeseek.format import values
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import sort_key
-from lakeseek.io import storage_for
+from lakeseek.io import Address
 from lakeseek.kinds.base import Job
 from lakeseek.kinds.sorted_index.content import IndexConfig, Segment
 from lakeseek.kinds.sorted_index.index_file import (
@@ -47,8 +47,7 @@ from lakeseek.kinds.sorted_index.index_file import (
 from lakeseek.lake.datetimes import file_rebase
 from lakeseek.lake.files import open_data_file, partition_fields, reading_data_files
 from lakeseek.lake.schemas import match_columns
-from lakeseek.sources import open_source
-from lakeseek.sources.base import LakeSource
+from lakeseek.sources.base import LakeAddress, LakeSource
 
 
 def index_file_prefix(data_dir: str, column_number: int) -> str:
@@ -111,11 +110,10 @@ class IndexJob:
         if not len(files):
             return {c.name: Segment(()) for c in columns}
         job = self.job
-        index_uri = job.storage.uri(job.files.index_dir)
         boundaries = self._boundaries(columns, files)
         scan = _ScanSpec(
-            job.source.uri,
-            index_uri,
+            job.source.address,
+            job.files.index,
             job.files.scratch_dir,
             values.serialize_schema(job.schema),
             job.partition_columns,
@@ -132,7 +130,7 @@ class IndexJob:
         write_tasks = [
             (
                 _WriteSpec(
-                    index_uri,
+                    job.files.index,
                     index_file_prefix(job.files.data_dir, position),
                     by_position[position],
                     self.config.chunk_rows,
@@ -162,12 +160,12 @@ class IndexJob:
     def _boundaries(self, columns: list[IndexedColumn], files: Lineage) -> dict[str, list]:
         """Range boundaries per column, from the distinct keys of a few evenly spread files."""
         step = max(1, len(files) // SAMPLE_FILES)
-        sampled = files.paths[::step]
+        sampled = list(zip(files.paths[::step], files.sizes[::step], strict=True))
         reader = _FileReader(self.job.source, self.job.schema, self.job.partition_columns)
         keys: dict[str, list[pa.Array]] = defaultdict(list)
-        for path in sampled:
+        for path, size in sampled:
             with reading_data_files(self.job.source, [path]):
-                distinct_keys = reader.distinct_keys(path, columns)
+                distinct_keys = reader.distinct_keys(path, size, columns)
             for column, distinct in distinct_keys.items():
                 keys[column].append(distinct.column(KEY).combine_chunks())
         scale = len(files) / len(sampled)
@@ -189,19 +187,19 @@ def _quantiles(sample: pa.Array, ranges: int) -> list:
     return [p for i, p in enumerate(picks) if i == 0 or sort_key(picks[i - 1]) < sort_key(p)]
 
 
-def _groups(lineage: Lineage, parallelism: int) -> list[list[tuple[int, str]]]:
+def _groups(lineage: Lineage, parallelism: int) -> list[list[tuple[int, str, int]]]:
     """Files split into scan tasks of about BYTES_PER_SCAN_TASK, at least two per core."""
     total = sum(lineage.sizes)
     least = SCAN_TASKS_PER_CORE * parallelism
     count = max(1, min(len(lineage), max(least, math.ceil(total / BYTES_PER_SCAN_TASK))))
     target = total / count
-    groups: list[list[tuple[int, str]]] = [[]]
+    groups: list[list[tuple[int, str, int]]] = [[]]
     filled = 0
     for file_id, path, size in zip(lineage.ids, lineage.paths, lineage.sizes, strict=True):
         if groups[-1] and filled >= target:
             groups.append([])
             filled = 0
-        groups[-1].append((file_id, path))
+        groups[-1].append((file_id, path, size))
         filled += size
     return groups
 
@@ -209,8 +207,8 @@ def _groups(lineage: Lineage, parallelism: int) -> list[list[tuple[int, str]]]:
 # -- tasks (run on Spark executors, or in process) -------------------------------------
 @dataclass(frozen=True)
 class _ScanSpec:
-    lake_uri: str
-    index_uri: str
+    lake: LakeAddress
+    index: Address
     scratch_dir: str  # relative to the index directory
     schema_text: str
     partition_columns: tuple[str, ...]
@@ -228,10 +226,10 @@ class _FileReader:
         self.partitioning = partition_fields(schema, partition_columns)  # values parsed as Spark does, in UTC
 
     def distinct_keys(
-        self, path: str, columns: tuple[IndexedColumn, ...] | list[IndexedColumn], row_groups: bool = False
+        self, path: str, size: int, columns: tuple[IndexedColumn, ...] | list[IndexedColumn], row_groups: bool = False
     ) -> dict[str, pa.Table]:
         """Per column, a table of its distinct keys (``key``), with ``row_group`` when asked."""
-        file = open_data_file(self.source, path)
+        file = open_data_file(self.source, path, size)
         # Each column under its own spelling, else the file's other spelling of it (lakeseek.lake.schemas).
         physical = match_columns([c.name for c in columns if not c.is_partition], file.schema_arrow.names)
         wanted = list(dict.fromkeys(physical.values()))
@@ -282,16 +280,16 @@ class _FileReader:
             ) from error
 
 
-def _scan_task(spec: _ScanSpec, files: list[tuple[int, str]]) -> list[dict]:
-    source = open_source(spec.lake_uri)
-    storage, index_dir = storage_for(spec.index_uri)
+def _scan_task(spec: _ScanSpec, files: list[tuple[int, str, int]]) -> list[dict]:
+    source = spec.lake.open()
+    storage, index_dir = spec.index.open()
     scratch = f"{index_dir}/{spec.scratch_dir}"
     schema = values.deserialize_schema(spec.schema_text)
     reader = _FileReader(source, schema, spec.partition_columns)
     found: dict[str, list[pa.Table]] = defaultdict(list)
-    for file_id, path in files:
+    for file_id, path, size in files:
         with reading_data_files(source, [path]):  # a damaged file: an error naming it
-            distinct_keys = reader.distinct_keys(path, spec.columns, spec.row_groups)
+            distinct_keys = reader.distinct_keys(path, size, spec.columns, spec.row_groups)
         for column, distinct in distinct_keys.items():
             found[column].append(distinct.append_column(FILE_ID, pa.array([file_id] * len(distinct), pa.int32())))
     task = uuid.uuid4().hex
@@ -323,7 +321,7 @@ def _range_numbers(keys: pa.ChunkedArray, boundaries: list) -> pa.Array:
 
 @dataclass(frozen=True)
 class _WriteSpec:
-    index_uri: str
+    index: Address
     prefix: str
     column: IndexedColumn
     chunk_rows: int
@@ -331,7 +329,7 @@ class _WriteSpec:
 
 
 def _write_task(spec: _WriteSpec, spill_paths: list[str]) -> list[dict]:
-    storage, index_dir = storage_for(spec.index_uri)
+    storage, index_dir = spec.index.open()
     tables = [pa.ipc.open_file(pa.py_buffer(storage.read(path))).read_all() for path in spill_paths]
     entries = pa.concat_tables(tables)
     order = pc.sort_indices(entries, sort_keys=entry_order(ROW_GROUP in entries.column_names))

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from lakeseek.engine.runner import Runner
 from lakeseek.format import values
 from lakeseek.format.values import KeyValue, sort_key
-from lakeseek.io import storage_for
+from lakeseek.io import Address
 from lakeseek.kinds.sorted_index.content import ColumnIndex, IndexConfig, Segment
 from lakeseek.kinds.sorted_index.index_file import (
     FILE_ID,
@@ -36,7 +36,7 @@ from lakeseek.kinds.sorted_index.index_file import (
 
 def fold_increments(
     runner: Runner,
-    index_uri: str,
+    index: Address,
     prefix: str,
     column: ColumnIndex,
     removed: frozenset[int],
@@ -49,11 +49,7 @@ def fold_increments(
     highs: list[KeyValue | None] = [*(f.min for f in main[1:]), None]
     # Without main index files (every indexed file was removed), one range takes every entry.
     tasks = [
-        (
-            _task_spec(
-                index_uri, prefix, column, removed, config, low, high, main[n] if main else None, increments, False
-            ),
-        )
+        (_task_spec(index, prefix, column, removed, config, low, high, main[n] if main else None, increments, False),)
         for n, (low, high) in enumerate(zip(lows, highs, strict=True))
     ]
     written = runner.run(f"folding '{column.name}'", tasks, _fold_task)
@@ -62,7 +58,7 @@ def fold_increments(
 
 def merge_increments(
     runner: Runner,
-    index_uri: str,
+    index: Address,
     prefix: str,
     column: ColumnIndex,
     removed: frozenset[int],
@@ -70,7 +66,7 @@ def merge_increments(
 ) -> Segment:
     """The column's increments merged into one increment, tombstoned entries dropped."""
     increments = [f for segment in column.segments[1:] for f in segment.files]
-    spec = _task_spec(index_uri, prefix, column, removed, config, None, None, None, increments, bloom=True)
+    spec = _task_spec(index, prefix, column, removed, config, None, None, None, increments, bloom=True)
     return _segment(runner.run(f"merging '{column.name}'", [(spec,)], _fold_task), column.key_type)
 
 
@@ -81,7 +77,7 @@ def _segment(written: list[dict], key_type: pa.DataType) -> Segment:
 
 @dataclass(frozen=True)
 class _FoldSpec:
-    index_uri: str
+    index: Address
     prefix: str
     key_type_text: str
     chunk_rows: int
@@ -95,7 +91,7 @@ class _FoldSpec:
 
 
 def _task_spec(
-    index_uri: str,
+    index: Address,
     prefix: str,
     column: ColumnIndex,
     removed: frozenset[int],
@@ -113,7 +109,7 @@ def _task_spec(
         if (high is None or sort_key(d.min) < sort_key(high)) and (low is None or sort_key(d.max) >= sort_key(low))
     ]
     return _FoldSpec(
-        index_uri=index_uri,
+        index=index,
         prefix=prefix,
         key_type_text=values.serialize_type(key_type),
         chunk_rows=config.chunk_rows,
@@ -128,7 +124,7 @@ def _task_spec(
 
 
 def _fold_task(spec: _FoldSpec) -> list[dict]:
-    storage, index_dir = storage_for(spec.index_uri)
+    storage, index_dir = spec.index.open()
     key_type = values.deserialize_type(spec.key_type_text)
     dead = pa.array(spec.removed, pa.int32())
 

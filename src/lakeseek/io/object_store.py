@@ -1,0 +1,210 @@
+"""Storage in an object store (one S3 bucket, GCS bucket or Azure container) through obstore.
+
+Why obstore for lakeseek's own reads and writes: its ``put(mode="create")`` is a real
+conditional create on every store (S3 ``If-None-Match: *``, GCS generation-match 0, Azure
+``If-None-Match: *``), the one commit primitive lakeseek needs, with no rename, overwrite or
+lock service; pyarrow's file systems write unconditionally. Its ranged GET reads a known byte
+range in one request, with no HEAD first (the root knows every size and offset). Data files
+are read by pyarrow's own file system for the store (``fs``), which Parquet's reader needs,
+each opened with its known size so that it makes no HEAD either.
+
+A storage path is ``<bucket>/<key>``, as pyarrow's file systems name objects; object stores
+have no directories, so a "directory" is a key prefix that some object has.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+
+import obstore
+import pyarrow as pa
+import pyarrow.fs as pafs
+from obstore.exceptions import AlreadyExistsError
+
+from lakeseek.exceptions import LakeseekError
+from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, visible_files
+
+
+class ObjectStorage(Storage):
+    """One bucket (or container) of an object store."""
+
+    is_local = False
+
+    def __init__(self, scheme: str, bucket: str, store: obstore.store.ObjectStore, fs: pafs.FileSystem) -> None:
+        super().__init__(fs, scheme, bucket)
+        self.bucket = bucket
+        self.store = store
+
+    def _key(self, path: str) -> str:
+        """The object key of a storage path (``<bucket>/<key>``)."""
+        if path == self.bucket:
+            return ""
+        if not path.startswith(f"{self.bucket}/"):
+            raise ValueError(f"{path} is not in bucket {self.bucket}")
+        return path[len(self.bucket) + 1 :]
+
+    def _prefix(self, directory: str) -> str:
+        key = self._key(directory)
+        return f"{key}/" if key else ""
+
+    def _objects(self, directory: str) -> Iterator[dict]:
+        """Every object below ``directory`` (one LIST request per page)."""
+        self._count(IOStats.add_list)
+        for page in obstore.list(self.store, self._prefix(directory)):
+            yield from page
+
+    # -- metadata -------------------------------------------------------------------------
+    def is_dir(self, path: str) -> bool:
+        self._count(IOStats.add_list)
+        listing = obstore.list_with_delimiter(self.store, self._prefix(path))
+        return bool(listing["objects"] or listing["common_prefixes"])
+
+    def is_file(self, path: str) -> bool:
+        self._count(IOStats.add_head)
+        try:
+            obstore.head(self.store, self._key(path))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def list_files(self, directory: str, *, recursive: bool = True) -> list[FileStatus]:
+        if recursive:
+            objects = list(self._objects(directory))
+        else:
+            self._count(IOStats.add_list)
+            objects = obstore.list_with_delimiter(self.store, self._prefix(directory))["objects"]
+        return [FileStatus(f"{self.bucket}/{o['path']}", o["size"], _nanoseconds(o["last_modified"])) for o in objects]
+
+    def walk_files(
+        self, directory: str, skip_dir: Callable[[str], bool], skip_file: Callable[[str], bool]
+    ) -> dict[str, Stamp]:
+        """See :meth:`Storage.walk_files`: one listing of every key below ``directory``
+        (object stores list by prefix, not by directory), with each object's ETag as its version."""
+        start = len(self._prefix(directory))
+        listed = (
+            (o["path"][start:], Stamp(o["size"], _nanoseconds(o["last_modified"]), o.get("e_tag") or ""))
+            for o in self._objects(directory)
+        )
+        return visible_files(listed, skip_dir, skip_file)
+
+    def list_dirs(self, directory: str) -> list[str]:
+        self._count(IOStats.add_list)
+        prefixes = obstore.list_with_delimiter(self.store, self._prefix(directory))["common_prefixes"]
+        return [prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in prefixes]
+
+    # -- reads ----------------------------------------------------------------------------
+    def read(self, path: str) -> bytes:
+        data = obstore.get(self.store, self._key(path)).bytes().to_bytes()
+        self._count(IOStats.add_read, len(data))
+        return data
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        data = obstore.get_range(self.store, self._key(path), start=offset, length=length).to_bytes()
+        self._count(IOStats.add_read, len(data))
+        return data
+
+    def open_input(self, path: str, size: int | None = None) -> pa.NativeFile:
+        """The object as a file whose reads are ranged GETs (one HEAD first when ``size`` is unknown)."""
+        key = self._key(path)
+        if size is None:
+            self._count(IOStats.add_head)
+            size = obstore.head(self.store, key)["size"]
+        return pa.PythonFile(_RangedObject(self, path, size), mode="r")
+
+    # -- writes ---------------------------------------------------------------------------
+    def write(self, path: str, data: bytes) -> None:
+        obstore.put(self.store, self._key(path), data)
+        self._count(IOStats.add_write, len(data))
+
+    def put_if_absent(self, path: str, data: bytes, owner: str = "") -> None:
+        """A conditional create (one PUT that fails when the key exists); no temporary object."""
+        try:
+            obstore.put(self.store, self._key(path), data, mode="create")
+        except AlreadyExistsError as error:
+            raise FileExistsError(f"{self.uri(path)} exists") from error
+        finally:
+            self._count(IOStats.add_write, len(data))
+
+    def delete_file(self, path: str) -> None:
+        self._count(IOStats.add_delete)
+        obstore.delete(self.store, self._key(path))  # an absent key is no error
+
+    def delete_dir(self, path: str) -> None:
+        keys = [o["path"] for o in self._objects(path)]
+        if keys:
+            for _ in keys:
+                self._count(IOStats.add_delete)
+            obstore.delete(self.store, keys)
+
+
+class _RangedObject(io.RawIOBase):
+    """An object of a known size read by ranged GETs (pyarrow's Parquet reader reads a footer
+    with one or two of them)."""
+
+    def __init__(self, storage: ObjectStorage, path: str, size: int) -> None:
+        self._storage, self._path, self._size = storage, path, size
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def readinto(self, buffer) -> int:
+        length = min(len(buffer), self._size - self._position)
+        if length <= 0:
+            return 0
+        data = self._storage.read_range(self._path, self._position, length)
+        buffer[: len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+
+def settings(
+    environment: Mapping[str, str], keys: Iterable[str], storage_options: Mapping[str, object] | None
+) -> dict[str, str]:
+    """The store's settings: ``keys`` (upper-case names of the cloud's standard environment
+    variables) from ``environment``, overridden by ``storage_options`` (any case); an option
+    that is not one of ``keys`` is a LakeseekError naming it."""
+    known = set(keys)
+    found = {key: environment[key] for key in known if environment.get(key)}
+    for key, value in (storage_options or {}).items():
+        if key.upper() not in known:
+            raise LakeseekError(f"unknown storage option {key!r} (known here: {', '.join(sorted(known))})")
+        found[key.upper()] = str(value)
+    return found
+
+
+_STORAGES: dict[tuple, ObjectStorage] = {}
+_STORAGES_LOCK = threading.Lock()
+
+
+def cached_storage(
+    scheme: str, bucket: str, found: Mapping[str, str], make: Callable[[], ObjectStorage]
+) -> ObjectStorage:
+    """One storage per bucket and settings in the process, so its counters and connections are shared."""
+    key = (scheme, bucket, tuple(sorted(found.items())))
+    with _STORAGES_LOCK:
+        if key not in _STORAGES:
+            _STORAGES[key] = make()
+        return _STORAGES[key]
+
+
+def is_true(text: str | None) -> bool:
+    return (text or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _nanoseconds(moment: dt.datetime) -> int:
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000

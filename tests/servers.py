@@ -1,0 +1,130 @@
+"""Real object-store servers on loopback, for the tests: the S3 API of moto (in server mode)
+and Azurite (Azure Blob Storage). Each runs as its own process for the whole test session;
+moto's log has one line per request, so tests count requests on the wire."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Azurite's well-known development account (documented by Microsoft; not a secret).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+_REQUEST = re.compile(r'"(GET|HEAD|PUT|POST|DELETE) (\S+) HTTP/[0-9.]+" (\d+)')
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # werkzeug colours some status lines
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for(port: int, process: subprocess.Popen, what: str, log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited at start: {log.read_text()[-2000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port} within 60 s")
+
+
+@dataclass
+class Server:
+    name: str
+    process: subprocess.Popen
+    port: int
+    log: Path
+    options: dict[str, str] = field(default_factory=dict)  # lakeseek storage options for it
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def requests(self) -> list[tuple[str, str, int]]:
+        """Every request served so far: (method, path, status). The server logs a request
+        after answering it: the log is read again until it stops growing."""
+        found: list[tuple[str, str, int]] = []
+        while True:
+            text = _COLOUR.sub("", self.log.read_text(errors="replace"))
+            now = [(m[1], m[2], int(m[3])) for m in _REQUEST.finditer(text)]
+            if found and len(now) == len(found):
+                return now
+            found = now
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def start_moto(directory: Path) -> Server:
+    port = free_port()
+    log = directory / "moto.log"
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    _wait_for(port, process, "the moto S3 server", log)
+    options = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+    }
+    return Server("s3", process, port, log, options)
+
+
+def azurite_binary() -> str | None:
+    """``azurite-blob`` as ``make test`` installs it (npm, under the virtual environment), or on the PATH."""
+    installed = ROOT / ".venv" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
+    return str(installed) if installed.exists() else shutil.which("azurite-blob")
+
+
+def start_azurite(directory: Path, binary: str) -> Server:
+    port = free_port()
+    log = directory / "azurite.log"
+    data = directory / "azurite-data"
+    data.mkdir(exist_ok=True)
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [
+                binary,
+                "--silent",
+                "--disableTelemetry",
+                "--skipApiVersionCheck",
+                "--location",
+                str(data),
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                str(port),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "AZURITE_ACCOUNTS": f"{AZURITE_ACCOUNT}:{AZURITE_KEY}"},
+        )
+    _wait_for(port, process, "Azurite", log)
+    options = {
+        "AZURE_STORAGE_ACCOUNT_NAME": AZURITE_ACCOUNT,
+        "AZURE_STORAGE_ACCOUNT_KEY": AZURITE_KEY,
+        "AZURE_STORAGE_ENDPOINT": f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}",
+    }
+    return Server("azure", process, port, log, options)
