@@ -131,3 +131,22 @@ def test_a_lookup_on_s3_reads_the_index_in_three_gets_and_makes_no_head(s3_serve
 def test_unknown_storage_options_are_one_line_errors(scheme):
     with pytest.raises(lakeseek.LakeseekError, match="unknown storage option 'AWS_SECRETS'"):
         lakeseek.open_index(f"{scheme}://bucket/lake", storage_options={"AWS_SECRETS": "x"})
+
+
+def test_the_command_line_takes_storage_options(s3_server, tmp_path):
+    from click.testing import CliRunner
+
+    from lakeseek.cli.main import main
+
+    bucket = Bucket(s3_server, f"b{uuid.uuid4().hex[:12]}")
+    local = str(tmp_path / "lake")
+    make_typed_lake(local, files_per_region=1, rows_per_file=50)
+    lake = bucket.upload(local, "lake")
+    settings = [arg for key, value in bucket.options.items() for arg in ("--storage-option", f"{key}={value}")]
+    created = CliRunner().invoke(main, ["create", lake, "--columns", "id", "--engine", "local", *settings])
+    assert created.exit_code == 0, created.output
+    found = CliRunner().invoke(main, ["files", lake, "--where", "id = 5", *settings])
+    holding = {f"{lake}/{os.path.relpath(row['__file'], local)}" for row in all_rows(local) if row["id"] == 5}
+    assert found.exit_code == 0 and set(found.stdout.split()) == holding, found.output
+    bad = CliRunner().invoke(main, ["status", lake, "--storage-option", "AWS_ENDPOINT_URL"])
+    assert bad.exit_code == 2 and "is not KEY=VALUE" in bad.output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from lakeseek.cli.common import engine_option, handled, index_option, name_option, with_progress
+from lakeseek.cli.common import engine_option, handled, index_option, name_option, storage_option, with_progress
 from lakeseek.cli.output import report_change, stdout
 from lakeseek.cost import human_size
 from lakeseek.index import open_index
@@ -22,6 +22,7 @@ from lakeseek.kinds.sorted_index import MAX_CHUNK_ROWS
     help=f"The kind of index (default: {DEFAULT_KIND}, or the existing index's).",
 )
 @index_option
+@storage_option
 @name_option
 @click.option(
     "--chunk-rows",
@@ -41,6 +42,7 @@ def create(
     columns: str,
     kind: str | None,
     index_dir: str | None,
+    storage_options: dict[str, str],
     name: str | None,
     chunk_rows: int | None,
     row_groups: bool,
@@ -63,6 +65,7 @@ def create(
             columns,
             kind=kind,
             index=index_dir,
+            storage_options=storage_options,
             name=name,
             engine=engine or "spark",
             progress=progress,
@@ -89,16 +92,25 @@ def create(
 )
 @engine_option
 @index_option
+@storage_option
 @name_option
 @handled
-def refresh(source: str, mode: str, engine: str | None, index_dir: str | None, name: str | None) -> None:
+def refresh(
+    source: str, mode: str, engine: str | None, index_dir: str | None, storage_options: dict[str, str], name: str | None
+) -> None:
     """Bring the index of SOURCE up to date with the lake."""
     import lakeseek
 
-    before = open_index(source, index=index_dir, name=name).version
+    before = open_index(source, index=index_dir, storage_options=storage_options, name=name).version
     index = with_progress(
         lambda progress: lakeseek.refresh_index(
-            source, mode, index=index_dir, name=name, engine=engine or "spark", progress=progress
+            source,
+            mode,
+            index=index_dir,
+            storage_options=storage_options,
+            name=name,
+            engine=engine or "spark",
+            progress=progress,
         )
     )
     report_change(index, before)
@@ -115,16 +127,19 @@ def refresh(source: str, mode: str, engine: str | None, index_dir: str | None, n
 )
 @engine_option
 @index_option
+@storage_option
 @name_option
 @handled
-def optimize(source: str, mode: str, engine: str | None, index_dir: str | None, name: str | None) -> None:
+def optimize(
+    source: str, mode: str, engine: str | None, index_dir: str | None, storage_options: dict[str, str], name: str | None
+) -> None:
     """Compact the index of SOURCE after incremental refreshes."""
     import lakeseek
 
-    before = open_index(source, index=index_dir, name=name).version
+    before = open_index(source, index=index_dir, storage_options=storage_options, name=name).version
     index = with_progress(
         lambda progress: lakeseek.optimize_index(
-            source, mode, index=index_dir, name=name, engine=engine, progress=progress
+            source, mode, index=index_dir, storage_options=storage_options, name=name, engine=engine, progress=progress
         )
     )
     report_change(index, before)
@@ -133,26 +148,28 @@ def optimize(source: str, mode: str, engine: str | None, index_dir: str | None, 
 @click.command()
 @click.argument("source")
 @index_option
+@storage_option
 @name_option
 @handled
-def delete(source: str, index_dir: str | None, name: str | None) -> None:
+def delete(source: str, index_dir: str | None, storage_options: dict[str, str], name: str | None) -> None:
     """Soft-delete the index: queries stop using it; `restore` brings it back, `vacuum` clears it."""
     import lakeseek
 
-    index = lakeseek.delete_index(source, index=index_dir, name=name)
+    index = lakeseek.delete_index(source, index=index_dir, storage_options=storage_options, name=name)
     stdout.print(f"index '{index.name}' deleted (version {index.version}); queries now scan the lake", markup=False)
 
 
 @click.command()
 @click.argument("source")
 @index_option
+@storage_option
 @name_option
 @handled
-def restore(source: str, index_dir: str | None, name: str | None) -> None:
+def restore(source: str, index_dir: str | None, storage_options: dict[str, str], name: str | None) -> None:
     """Undo a delete."""
     import lakeseek
 
-    index = lakeseek.restore_index(source, index=index_dir, name=name)
+    index = lakeseek.restore_index(source, index=index_dir, storage_options=storage_options, name=name)
     stdout.print(f"index '{index.name}' restored (version {index.version})", markup=False)
 
 
@@ -166,13 +183,18 @@ def restore(source: str, index_dir: str | None, name: str | None) -> None:
     help="Keep versions this recent (readers that opened them keep working).",
 )
 @index_option
+@storage_option
 @name_option
 @handled
-def vacuum(source: str, retain_hours: float, index_dir: str | None, name: str | None) -> None:
+def vacuum(
+    source: str, retain_hours: float, index_dir: str | None, storage_options: dict[str, str], name: str | None
+) -> None:
     """Delete index files no retained version uses, old versions, and crashed writers' leftovers."""
     import lakeseek
 
-    result = lakeseek.vacuum_index(source, index=index_dir, name=name, retention_hours=retain_hours)
+    result = lakeseek.vacuum_index(
+        source, index=index_dir, storage_options=storage_options, name=name, retention_hours=retain_hours
+    )
     stdout.print(
         f"deleted {result.files_deleted:,} files ({human_size(result.bytes_deleted)}), "
         f"{result.versions_deleted:,} old versions; cleared {result.operations_recovered} dead operations",
@@ -183,13 +205,14 @@ def vacuum(source: str, retain_hours: float, index_dir: str | None, name: str | 
 @click.command()
 @click.argument("source")
 @index_option
+@storage_option
 @name_option
 @handled
-def cancel(source: str, index_dir: str | None, name: str | None) -> None:
+def cancel(source: str, index_dir: str | None, storage_options: dict[str, str], name: str | None) -> None:
     """Cancel running or crashed operations on the index and delete what they wrote."""
     import lakeseek
 
-    cancelled = lakeseek.cancel_operations(source, index=index_dir, name=name)
+    cancelled = lakeseek.cancel_operations(source, index=index_dir, storage_options=storage_options, name=name)
     if not cancelled:
         stdout.print("no operation in progress")
     for lease in cancelled:

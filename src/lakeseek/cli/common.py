@@ -28,6 +28,24 @@ def handled(command: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
+def _storage_options(context: click.Context, parameter: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    found = {}
+    for value in values:
+        key, equals, setting = value.partition("=")
+        if not equals or not key.strip():
+            raise click.BadParameter(f"{value!r} is not KEY=VALUE", context, parameter)
+        found[key.strip()] = setting
+    return found
+
+
+storage_option = click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    callback=_storage_options,
+    metavar="KEY=VALUE",
+    help="An object store's setting (e.g. AWS_ENDPOINT_URL=http://...); by default the environment's.",
+)
 index_option = click.option(
     "--index", "index_dir", default=None, help="Index home directory (default: SOURCE/_lakeseek)."
 )
