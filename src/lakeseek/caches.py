@@ -13,6 +13,7 @@ import pyarrow as pa
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
+from lakeseek.io import Stamp
 from lakeseek.kinds import kind_named
 from lakeseek.lake.files import file_schemas
 from lakeseek.lake.state import LakeState
@@ -42,11 +43,26 @@ class VersionCache:
         self.location = location
         self.reader = kind_named(root.kind).reader(location.storage, location.index_dir, root)
         self._lineage = Once()
+        self._unchanged = Once()
         self._recorded = Once()
         self._partition_types = Once()
         # The latest comparison with the lake and its schema: replaced whole, never changed in place.
         self.state: LakeState | None = None
         self.schema_of: tuple[LakeState, pa.Schema] | None = None
+
+    def unchanged_state(self) -> LakeState:
+        """The lake as this version covers it: every file indexed or recorded, as it was."""
+
+        def state() -> LakeState:
+            indexed, recorded = self.lineage(), self.recorded()
+            files = {}
+            for listing in (indexed, recorded):
+                stamps = zip(listing.sizes, listing.mtimes, listing.versions, strict=True)
+                files.update((path, Stamp(*stamp)) for path, stamp in zip(listing.paths, stamps, strict=True))
+            mapping = dict(zip(indexed.ids, indexed.paths, strict=True))
+            return LakeState(files, mapping, [], [], [], list(recorded.paths))
+
+        return self._unchanged.get(state)
 
     def lineage(self) -> Lineage:
         return self._lineage.get(lambda: self.root.lineage.indexed(self.location.storage, self.location.index_dir))

@@ -336,7 +336,18 @@ class Index:
     def lake_state(self) -> LakeState:
         """The lake now compared with what the index covers."""
         if self.lake_listing == "once":
-            return self._pinned.get(lambda: self._state_of(self._snapshot()))
+            return self._pinned.get(self._current_state)
+        return self._current_state()
+
+    def _current_state(self) -> LakeState:
+        """A source with versions is asked its version first: at the version the index
+        recorded, the lake is what the index covers (no listing); otherwise, its snapshot."""
+        recorded = self.root.source_version
+        if recorded is not None and self.lake.version(recorded) == recorded:
+            try:
+                return self._version.unchanged_state()
+            except IndexCorruptError as error:
+                self._unusable(error)  # the snapshot then reads every file: never a wrong answer
         return self._state_of(self._snapshot())
 
     def _snapshot(self) -> Snapshot:

@@ -65,4 +65,4 @@ def _storage(container: str, found: dict[str, str]) -> ObjectStorage:
         sas_token=found.get("AZURE_STORAGE_SAS_TOKEN"),
         **authority,
     )
-    return ObjectStorage("az", container, store, fs)
+    return ObjectStorage("az", container, store, fs, {**config, "allow_http": str(allow_http).lower()})

@@ -42,4 +42,4 @@ def _storage(bucket: str, found: dict[str, str]) -> ObjectStorage:
     fs = pafs.GcsFileSystem(
         endpoint_override=server.netloc if server else None, scheme=server.scheme if server else "https"
     )
-    return ObjectStorage("gs", bucket, store, fs)
+    return ObjectStorage("gs", bucket, store, fs, {**config, "allow_http": str(allow_http).lower()})

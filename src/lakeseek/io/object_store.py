@@ -33,10 +33,20 @@ class ObjectStorage(Storage):
 
     is_local = False
 
-    def __init__(self, scheme: str, bucket: str, store: obstore.store.ObjectStore, fs: pafs.FileSystem) -> None:
+    def __init__(
+        self,
+        scheme: str,
+        bucket: str,
+        store: obstore.store.ObjectStore,
+        fs: pafs.FileSystem,
+        object_store_config: Mapping[str, str],
+    ) -> None:
         super().__init__(fs, scheme, bucket)
         self.bucket = bucket
         self.store = store
+        # The store's settings as Rust's object_store crate names them (obstore's, and delta-rs's
+        # storage options): for other readers of the same store (a Delta table's log).
+        self.object_store_config = dict(object_store_config)
 
     def _key(self, path: str) -> str:
         """The object key of a storage path (``<bucket>/<key>``)."""
@@ -50,10 +60,11 @@ class ObjectStorage(Storage):
         key = self._key(directory)
         return f"{key}/" if key else ""
 
-    def _objects(self, directory: str) -> Iterator[dict]:
+    def _objects(self, directory: str, start_after: str | None = None) -> Iterator[dict]:
         """Every object below ``directory`` (one LIST request per page)."""
         self._count(IOStats.add_list)
-        for page in obstore.list(self.store, self._prefix(directory)):
+        offset = None if start_after is None else self._key(start_after)
+        for page in obstore.list(self.store, self._prefix(directory), offset=offset):
             yield from page
 
     # -- metadata -------------------------------------------------------------------------
@@ -70,9 +81,12 @@ class ObjectStorage(Storage):
             return False
         return True
 
-    def list_files(self, directory: str, *, recursive: bool = True) -> list[FileStatus]:
-        if recursive:
-            objects = list(self._objects(directory))
+    def list_files(self, directory: str, *, recursive: bool = True, start_after: str | None = None) -> list[FileStatus]:
+        if recursive or start_after is not None:
+            objects = list(self._objects(directory, start_after))
+            if not recursive:
+                depth = self._prefix(directory).count("/")
+                objects = [o for o in objects if o["path"].count("/") == depth]
         else:
             self._count(IOStats.add_list)
             objects = obstore.list_with_delimiter(self.store, self._prefix(directory))["objects"]

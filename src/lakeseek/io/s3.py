@@ -62,4 +62,4 @@ def _storage(scheme: str, bucket: str, found: dict[str, str]) -> ObjectStorage:
         endpoint_override=server.netloc if server else None,
         scheme=server.scheme if server else "https",
     )
-    return ObjectStorage(scheme, bucket, store, fs)
+    return ObjectStorage(scheme, bucket, store, fs, {**config, "allow_http": str(allow_http).lower()})

@@ -179,12 +179,14 @@ class Storage:
         self._count(IOStats.add_list)
         return self.fs.get_file_info(path).type == pafs.FileType.Directory
 
-    def list_files(self, directory: str, *, recursive: bool = True) -> list[FileStatus]:
-        """Files below ``directory``; an absent directory lists as empty."""
+    def list_files(self, directory: str, *, recursive: bool = True, start_after: str | None = None) -> list[FileStatus]:
+        """Files below ``directory``; an absent directory lists as empty. ``start_after``: only
+        the files whose path sorts after it (an object store lists only those)."""
         selector = pafs.FileSelector(directory, recursive=recursive, allow_not_found=True)
         infos = self.fs.get_file_info(selector)
         self._count(IOStats.add_list)
-        return [FileStatus(i.path, i.size, i.mtime_ns or 0) for i in infos if i.type == pafs.FileType.File]
+        found = [FileStatus(i.path, i.size, i.mtime_ns or 0) for i in infos if i.type == pafs.FileType.File]
+        return found if start_after is None else [status for status in found if status.path > start_after]
 
     def walk_files(
         self, directory: str, skip_dir: Callable[[str], bool], skip_file: Callable[[str], bool]

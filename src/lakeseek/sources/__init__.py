@@ -9,6 +9,7 @@ from lakeseek.exceptions import LakeseekError
 from lakeseek.io import Storage, storage_for
 from lakeseek.sources import table_formats
 from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot
+from lakeseek.sources.delta import DeltaSource, is_delta
 from lakeseek.sources.directory import DirectorySource
 
 # Whether a lake's root holds a lake of this source (one storage call or two).
@@ -49,6 +50,6 @@ def open_source(
 
 register_source("iceberg", table_formats.is_iceberg, table_formats.refuse("Apache Iceberg"))
 register_source("hudi", table_formats.is_hudi, table_formats.refuse("Apache Hudi"))
-register_source("delta", table_formats.is_delta, table_formats.refuse("Delta Lake"))
+register_source("delta", is_delta, DeltaSource)
 
 __all__ = ["DirectorySource", "LakeSchema", "LakeSource", "Snapshot", "open_source", "register_source"]

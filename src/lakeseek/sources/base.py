@@ -74,6 +74,9 @@ class LakeSource(ABC):
     registers it must be imported there too (a task that finds another source raises)."""
 
     name: ClassVar[str]
+    # Whether Spark's own reading of the root as a directory of Parquet files reads exactly the
+    # lake's files (a directory's); a table format's directory also holds files it removed.
+    listed_by_spark: ClassVar[bool] = False
     # The object store's settings the lake was opened with (see lakeseek.io): build tasks,
     # wherever they run, open the lake again with them.
     storage_options: Mapping[str, object] = {}
@@ -127,6 +130,12 @@ class LakeSource(ABC):
         the one an index recorded, no file it lists changed (queries compare no stamp), so its
         files must never be rewritten in place (a table format's are not), or its version
         must change when one is."""
+
+    def version(self, known: str | None = None) -> str | None:
+        """The source's current version token, found cheaply (a table format: one small request,
+        no listing of data files), or None when the source has no versions (then every query
+        takes a snapshot). ``known`` is the version an index recorded, a start for the search."""
+        return None
 
     def changes(self, since: str, snapshot: Snapshot) -> Changes | None:
         """What changed from the source's version ``since`` to ``snapshot``; None when the

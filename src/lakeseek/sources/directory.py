@@ -49,6 +49,7 @@ def is_hidden(name: str, *, directory: bool = False) -> bool:
 
 class DirectorySource(LakeSource):
     name = "directory"
+    listed_by_spark = True
 
     def snapshot(self, *, exclude: str | None = None) -> Snapshot:
         """Every data file by path relative to the root, with its stamp.

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -213,8 +213,13 @@ def partition_values(path: str, fields: pa.Schema, time_zone: str = UTC) -> dict
 
 def partition_expression(path: str, fields: pa.Schema, time_zone: str = UTC) -> ds.Expression:
     """The partition values of ``path`` as the pyarrow expression a dataset fragment carries."""
+    return values_expression(partition_values(path, fields, time_zone), fields)
+
+
+def values_expression(values: Mapping[str, object], fields: pa.Schema) -> ds.Expression:
+    """Partition values (by column) as the pyarrow expression a dataset fragment carries."""
     expression = None
-    for name, value in partition_values(path, fields, time_zone).items():
+    for name, value in values.items():
         column = pc.field(name)
         term = column.is_null() if value is None else column == pa.scalar(value, fields.field(name).type)
         expression = term if expression is None else expression & term

@@ -1,15 +1,11 @@
-"""Delta Lake, Apache Hudi and Apache Iceberg tables, refused until lakeseek reads them as
-versioned sources: read as a directory of Parquet files (as Spark's Parquet reader reads
-them), a table gives the rows of files it has removed."""
+"""Apache Hudi and Apache Iceberg tables, refused until lakeseek reads them as versioned
+sources: read as a directory of Parquet files (as Spark's Parquet reader reads them), a table
+gives the rows of files it has removed."""
 
 from __future__ import annotations
 
 from lakeseek.exceptions import UnsupportedLakeError
 from lakeseek.io import Storage
-
-
-def is_delta(storage: Storage, root: str) -> bool:
-    return storage.is_dir(f"{root}/_delta_log")
 
 
 def is_hudi(storage: Storage, root: str) -> bool:

@@ -150,7 +150,9 @@ class IndexPlanner:
         return StructType([f for f in spark_schema(index).fields if f.name not in partitions]).json()
 
     def candidates(self, options: str, filters: Iterable[Any]) -> str | None:
-        """The relative paths of the files that may match, NUL-separated; None to read every file."""
+        """The relative paths of the files that may match, NUL-separated; None to read every
+        file Spark lists. A lake that is not the directory Spark lists (a table format's, whose
+        directory holds files the table removed) always gets its files named."""
         try:
             index = open_source_index(json.loads(options))
         except LakeseekError as error:
@@ -158,10 +160,10 @@ class IndexPlanner:
             return None
         converted = [spark_filter for jvm_filter in filters if (spark_filter := self.to_filter(jvm_filter))]
         pushed = [found for spark_filter in converted if (found := usable(spark_filter, index.schema))]
-        if not pushed:
+        if not pushed and index.lake.listed_by_spark:
             return None
         plan = plan_scan(index, [found.predicate for found in pushed])
-        return "\0".join(plan.files) if plan.index_used else None
+        return "\0".join(plan.files) if plan.index_used or not index.lake.listed_by_spark else None
 
     def to_filter(self, jvm_filter: Any) -> spark_filters.Filter | None:
         """A ``org.apache.spark.sql.sources.Filter`` as the Python data source API's filter."""

@@ -20,7 +20,8 @@ import scala.jdk.javaapi.CollectionConverters;
 /**
  * Spark's listing of the lake, narrowed per query to the files the lakeseek index names. When the
  * index cannot help (no usable filter, an error, no planner), every listed file is kept: the index
- * only ever makes a scan smaller, never its answer.
+ * only ever makes a scan smaller, never its answer. The planner is asked even without a filter: a
+ * table format's directory holds files the table removed, which it leaves out.
  */
 final class IndexedFileIndex implements FileIndex {
   private static final Logger LOG = LoggerFactory.getLogger("lakeseek");
@@ -44,9 +45,6 @@ final class IndexedFileIndex implements FileIndex {
       if (filter.isDefined()) {
         filters.add(filter.get());
       }
-    }
-    if (filters.isEmpty()) {
-      return listed;
     }
     String candidates;
     try {

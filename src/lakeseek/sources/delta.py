@@ -1,0 +1,162 @@
+"""A Delta Lake table (a location holding ``_delta_log/``) as a lake source.
+
+The lake is the table's active files at its latest version, not a listing of its directory
+(which also holds files the table removed): the snapshot comes from the ``deltalake`` package
+(delta-rs), which replays the log and its checkpoints. The version is the table's version
+number. Checking it costs one LIST of ``_delta_log/`` after the version an index recorded (no
+data file is listed), and what changed since is read from the JSON commits in between
+(``add`` and ``remove`` actions); when the log no longer holds them (cleaned up after a
+checkpoint), the files' stamps are compared instead.
+
+Not read yet, and refused rather than read wrong: deletion vectors (rows a file keeps that the
+table deleted) and column mapping (physical column names other than the table's).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from lakeseek.engine.runner import Runner
+from lakeseek.exceptions import LakeNotFoundError, UnsupportedLakeError
+from lakeseek.io import Stamp, Storage
+from lakeseek.lake.files import plain_schema
+from lakeseek.lake.schemas import spark_schema_json
+from lakeseek.lake.state import Changes
+from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot
+from lakeseek.sources.partitions import partition_value, values_expression
+
+LOG = "_delta_log"
+_COMMIT = re.compile(r"([0-9]{20})\.json")
+_CHECKPOINT = re.compile(r"([0-9]{20})\.checkpoint(?:\.[0-9]+\.[0-9]+)?\.parquet")
+
+
+def is_delta(storage: Storage, root: str) -> bool:
+    return storage.is_dir(f"{root}/{LOG}")
+
+
+class DeltaSource(LakeSource):
+    name = "delta"
+
+    def __init__(self, storage: Storage, root: str) -> None:
+        super().__init__(storage, root)
+        self._partitions: dict[str, dict[str, str | None]] = {}  # path -> raw partition values, per snapshot
+
+    # -- the table ----------------------------------------------------------------------------
+    def _table(self):
+        try:
+            from deltalake import DeltaTable
+            from deltalake.exceptions import TableNotFoundError
+        except ImportError as error:
+            raise UnsupportedLakeError(
+                f"{self.shown_root} is a Delta Lake table: reading it needs the deltalake package "
+                "(pip install 'lakeseek[delta]')"
+            ) from error
+
+        location = self.root if self.storage.is_local else self.uri
+        options = dict(getattr(self.storage, "object_store_config", {}))
+        try:
+            return DeltaTable(location, storage_options=options or None)
+        except TableNotFoundError as error:
+            raise LakeNotFoundError(f"no Delta table at {self.shown_root}: {error}") from error
+
+    def snapshot(self, *, exclude: str | None = None) -> Snapshot:
+        table = self._table()
+        self._refuse_what_is_not_read(table)
+        actions = pa.table(table.get_add_actions(flatten=True))
+        paths = actions.column("path").to_pylist()
+        sizes = actions.column("size_bytes").to_pylist()
+        mtimes = actions.column("modification_time").to_pylist()  # milliseconds
+        # Delta never rewrites a data file in place: path, size and time are its identity.
+        files = {
+            path: Stamp(size, mtime * 1_000_000, "") for path, size, mtime in zip(paths, sizes, mtimes, strict=True)
+        }
+        columns = [name for name in actions.column_names if name.startswith("partition.")]
+        raw = {name.removeprefix("partition."): actions.column(name).to_pylist() for name in columns}
+        self._partitions = {path: {name: values[n] for name, values in raw.items()} for n, path in enumerate(paths)}
+        return Snapshot(files, str(table.version()))
+
+    def _refuse_what_is_not_read(self, table) -> None:
+        mode = (table.metadata().configuration or {}).get("delta.columnMapping.mode", "none")
+        if mode not in ("none", None):
+            raise UnsupportedLakeError(
+                f"Delta table {self.shown_root} uses column mapping (mode {mode}): lakeseek does not read it yet"
+            )
+        vectors = pa.table(table.deletion_vectors())
+        if vectors.num_rows:
+            raise UnsupportedLakeError(
+                f"Delta table {self.shown_root} has deletion vectors on {vectors.num_rows} files: lakeseek does "
+                "not read them yet (a REORG ... APPLY (PURGE) rewrites those files without them)"
+            )
+
+    # -- versions ------------------------------------------------------------------------------
+    def version(self, known: str | None = None) -> str | None:
+        """The table's latest version: one LIST of the log after ``known``'s commit."""
+        start_after = None if known is None else f"{self.root}/{LOG}/{int(known):020d}.json"
+        latest = None if known is None else int(known)
+        for status in self.storage.list_files(f"{self.root}/{LOG}", recursive=False, start_after=start_after):
+            name = status.path.rsplit("/", 1)[-1]
+            found = _COMMIT.fullmatch(name) or _CHECKPOINT.fullmatch(name)
+            if found:
+                latest = max(latest or 0, int(found[1]))
+        if latest is None:
+            raise LakeNotFoundError(f"no Delta table at {self.shown_root}: its log holds no commit")
+        return str(latest)
+
+    def changes(self, since: str, snapshot: Snapshot) -> Changes | None:
+        added: set[str] = set()
+        removed: set[str] = set()
+        for version in range(int(since) + 1, int(snapshot.version) + 1):
+            try:
+                commit = self.storage.read(f"{self.root}/{LOG}/{version:020d}.json")
+            except FileNotFoundError:
+                return None  # cleaned up after a checkpoint: the stamps tell
+            for line in commit.splitlines():
+                action = json.loads(line) if line.strip() else {}
+                if "add" in action:
+                    added.add(action["add"]["path"])
+                elif "remove" in action:
+                    removed.add(action["remove"]["path"])
+        return Changes(frozenset(added), frozenset(removed))
+
+    # -- what the files hold -----------------------------------------------------------------------
+    def partition_values(self, file: str, fields: pa.Schema, time_zone: str) -> dict[str, object]:
+        if file not in self._partitions:
+            self.snapshot()  # a process (a task) that has not read the table's files yet
+        raw = self._partitions.get(file, {})
+        return {field.name: _typed(raw.get(field.name), field.type) for field in fields}
+
+    def partition_expression(self, file: str, fields: pa.Schema, time_zone: str) -> ds.Expression:
+        return values_expression(self.partition_values(file, fields, time_zone), fields)
+
+    def partition_types(self, files: Iterable[str], partition_columns: Sequence[str]) -> dict[str, pa.DataType]:
+        return {}  # the table's schema types them, whatever the files
+
+    def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
+        """The table's schema, its partition columns last (as Spark reads a Delta table)."""
+        table = self._table()
+        schema = plain_schema(pa.schema(table.schema().to_arrow()))
+        partition_columns = tuple(table.metadata().partition_columns)
+        data = [field for field in schema if field.name not in partition_columns]
+        ordered = pa.schema(data + [schema.field(name) for name in partition_columns])
+        empty = '{"type": "struct", "fields": []}'
+        return LakeSchema(
+            ordered, spark_schema_json(ordered, partition_columns, pa.schema([]), empty), partition_columns
+        )
+
+
+@lru_cache(maxsize=4096)
+def _typed(raw: str | None, arrow_type: pa.DataType) -> object:
+    """A partition value as the Delta log writes it (its text; None for NULL), as a value of its type."""
+    if raw is None:
+        return None
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return raw
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+        return raw.encode("utf-8")
+    return partition_value(raw, arrow_type, "UTC")

@@ -1,0 +1,154 @@
+"""Delta Lake tables as lake sources, written and read back by ``deltalake`` (delta-rs): the
+table's active files are the lake, whatever its directory still holds. Every answer is compared
+with the table as deltalake reads it (DuckDB over that Arrow table), before and after the table
+changes under the index: appends, deletes that rewrite files, overwrites."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import lakeseek
+from lakeseek.io import counting
+
+deltalake = pytest.importorskip("deltalake")
+
+WHERES = [
+    "id = 7",
+    "id = 1234",
+    "id IN (3, 40, 77)",
+    "name = 'n-3'",
+    "name IS NULL",
+    "region = 'eu'",
+    "id >= 30 AND id < 45",
+    "name LIKE 'n-1%' OR region = 'us'",
+    "id <> 5 AND region = 'ap'",
+]
+
+
+def _rows(first: int, count: int) -> pa.Table:
+    numbers = range(first, first + count)
+    return pa.table(
+        {
+            "id": pa.array(numbers, pa.int64()),
+            "name": [None if n % 11 == 0 else f"n-{n % 17}" for n in numbers],
+            "region": [["eu", "us", "ap"][n % 3] for n in numbers],
+        }
+    )
+
+
+def _oracle(table_uri: str, where: str, storage_options: dict | None = None) -> list[int]:
+    rows = deltalake.DeltaTable(table_uri, storage_options=storage_options).to_pyarrow_table()  # noqa: F841
+    return sorted(row[0] for row in duckdb.sql(f"SELECT id FROM rows WHERE {where}").fetchall())
+
+
+def _assert_exact(index: lakeseek.Index, table_uri: str, storage_options: dict | None = None) -> None:
+    for where in WHERES:
+        assert sorted(index.read(where).column("id").to_pylist()) == _oracle(table_uri, where, storage_options), where
+    pairs = index.locate([7, 40, 1234], column="id")
+    assert sorted(pairs.column("key").to_pylist()) == _oracle(table_uri, "id IN (7, 40, 1234)", storage_options)
+
+
+@pytest.fixture()
+def table(tmp_path):
+    path = str(tmp_path / "table")
+    deltalake.write_deltalake(path, _rows(0, 60), partition_by=["region"])
+    deltalake.write_deltalake(path, _rows(60, 30), mode="append", partition_by=["region"])
+    deltalake.DeltaTable(path).delete("id < 10")  # rewrites files: the old ones stay in the directory
+    return path
+
+
+def test_a_delta_table_is_its_active_files(table):
+    index = lakeseek.create_index(table, ["id", "name", "region"], engine="local", chunk_rows=16)
+    assert index.lake.name == "delta" and index.root.source_version == "2"
+    assert index.root.partition_columns == ("region",)
+    active = set(deltalake.DeltaTable(table).get_add_actions(flatten=True).column("path").to_pylist())
+    assert set(index.lake_state().files) == active  # the removed files stay on disk, outside the lake
+    assert index.plan("id = 7").index_used and index.read("id = 7").num_rows == 0
+    _assert_exact(index, table)
+
+
+def test_changes_to_the_table_under_the_index_stay_exact(table):
+    lakeseek.create_index(table, ["id", "name"], engine="local", chunk_rows=16)
+    deltalake.write_deltalake(table, _rows(1000, 300), mode="append", partition_by=["region"])
+    deltalake.DeltaTable(table).delete("id >= 40 AND id < 50")
+    stale = lakeseek.open_index(table)
+    state = stale.lake_state()
+    assert state.new and state.removed and not state.changed
+    _assert_exact(stale, table)
+
+    refreshed = lakeseek.refresh_index(table, "incremental", engine="local")
+    assert refreshed.root.source_version == "4" and refreshed.lake_state().is_fresh
+    _assert_exact(refreshed, table)
+
+    deltalake.write_deltalake(table, _rows(5000, 40), mode="overwrite", partition_by=["region"])
+    overwritten = lakeseek.open_index(table)
+    assert len(overwritten.lake_state().removed) == len(refreshed.lineage())
+    _assert_exact(overwritten, table)
+    lakeseek.refresh_index(table, "incremental", engine="local")
+    optimized = lakeseek.optimize_index(table, "full", engine="local")
+    assert not optimized.root.lineage.removed and optimized.lake_state().is_fresh
+    _assert_exact(optimized, table)
+
+
+def test_an_unchanged_table_is_checked_with_one_listing_of_its_log(table, monkeypatch):
+    from lakeseek.sources.delta import DeltaSource
+
+    lakeseek.create_index(table, ["id"], engine="local")
+    index = lakeseek.open_index(table)
+
+    def no_snapshot(self, **kwargs):
+        raise AssertionError("the table's files were read, though its version did not move")
+
+    monkeypatch.setattr(DeltaSource, "snapshot", no_snapshot)
+    with counting() as io:
+        files = index.files("id = 33")
+    assert io.lists == 1 and io.heads == 0 and len(files) == 1
+    monkeypatch.undo()
+    deltalake.write_deltalake(table, _rows(2000, 5), mode="append", partition_by=["region"])
+    assert lakeseek.open_index(table).lake_state().new  # a new version: its files are read
+
+
+def test_what_lakeseek_does_not_read_yet_is_refused(table, monkeypatch):
+    def with_vectors(self):
+        return pa.table({"filepath": ["f.parquet"], "selection_vector": [[True, False]]})
+
+    monkeypatch.setattr(deltalake.DeltaTable, "deletion_vectors", with_vectors)
+    with pytest.raises(lakeseek.UnsupportedLakeError, match="deletion vectors"):
+        lakeseek.create_index(table, ["id"], engine="local")
+
+
+def test_a_delta_table_in_s3(s3_server, tmp_path):
+    import uuid
+
+    from tests.conftest import Bucket
+
+    bucket = Bucket(s3_server, f"b{uuid.uuid4().hex[:12]}")
+    uri = f"{bucket.uri}/table"
+    delta_options = {**bucket.options, "AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+    deltalake.write_deltalake(uri, _rows(0, 80), partition_by=["region"], storage_options=delta_options)
+    deltalake.DeltaTable(uri, storage_options=delta_options).delete("id < 10")
+    index = lakeseek.create_index(uri, ["id", "name"], engine="local", storage_options=bucket.options)
+    assert index.lake.name == "delta"
+    _assert_exact(index, uri, delta_options)
+    deltalake.write_deltalake(
+        uri, _rows(500, 20), mode="append", partition_by=["region"], storage_options=delta_options
+    )
+    _assert_exact(lakeseek.open_index(uri, storage_options=bucket.options), uri, delta_options)
+
+
+@pytest.mark.spark
+def test_spark_reads_only_the_tables_active_files(table, jvm_spark):
+    from lakeseek.spark import to_spark
+
+    index = lakeseek.create_index(table, ["id", "name"], engine="local", chunk_rows=16)
+    for where in WHERES:
+        got = sorted(row["id"] for row in to_spark(index, jvm_spark, where).select("id").collect())
+        assert got == _oracle(table, where), where
+    frame = jvm_spark.read.format("lakeseek").load(table)
+    assert frame.count() == len(_oracle(table, "true"))  # no filter: still only the table's files
+    assert jvm_spark.read.parquet(table).count() > frame.count()  # as a directory: the removed files' rows too
+    for where in WHERES:
+        got = sorted(row["id"] for row in frame.where(where).select("id").collect())
+        assert got == _oracle(table, where), where
