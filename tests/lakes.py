@@ -274,9 +274,9 @@ def restamp_indexes(lake: str) -> None:
     from lakeseek.format.lineage import Lineage, read_lineage, write_lineage
     from lakeseek.format.root import LineagePart, Root
     from lakeseek.kinds import decode_content
-    from lakeseek.sources import open_source
+    from lakeseek.sources import open_lake
 
-    source = open_source(lake)
+    source = open_lake(lake)
     storage, root = source.storage, source.root
     stamps = source.snapshot().files
     rewritten: dict[str, str] = {}  # manifest path -> the path of its restamped copy

@@ -175,6 +175,55 @@ def test_a_well_sealed_entry_of_the_wrong_shape_is_skipped_as_damaged(lake_copy,
     _every_command_works(lake_copy, spark)
 
 
+def _with_first_index_file(body: dict, change) -> dict:
+    column = next(iter(body["index"]["columns"].values()))
+    change(column["segments"][0][0])
+    return body
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda body: _with_first_index_file(body, lambda info: info.update(footer_offset=-5)),
+        lambda body: _with_first_index_file(body, lambda info: info.update(chunks=0)),
+        lambda body: _with_first_index_file(body, lambda info: info.update(min=info["max"], max=info["min"])),
+        lambda body: _with_inline(body, lambda inline: inline.update(ids=[-1 - i for i in inline["ids"]])),
+        lambda body: (
+            _with_inline(body, lambda inline: inline.update(ids=[2**31 + i for i in inline["ids"]]))
+            | {"lineage": {**body["lineage"], "next_file_id": 2**32}}
+        ),
+        lambda body: _with_inline(body, lambda inline: inline.update(ids=[2**31 + i for i in inline["ids"]])),
+        lambda body: body | {"index": {**body["index"], "config": {**body["index"]["config"], "row_groups": True}}},
+        lambda body: body | {"partition_columns": ["zz"]},
+    ],
+)
+def test_a_sealed_entry_whose_fields_lie_never_answers_wrongly(lake_copy, spark, forge):
+    """Fields lakeseek never writes (a footer outside its file, no chunk, a range upside
+    down, file ids out of range, a layout the index files do not have, unknown partition
+    columns): the entry is skipped as damaged or the index is not used, and answers are exact."""
+    from lakeseek.commits.log import decode_entry, encode_entry
+
+    log = _log(lake_copy)
+    before = lakeseek.open_index(lake_copy).version
+    source = f"{log}/{before:020d}.json"
+    with open(source, "rb") as f:
+        body = decode_entry(f.read(), source)
+    body["version"] = before + 1
+    with open(f"{log}/{before + 1:020d}.json", "wb") as out:
+        out.write(encode_entry(forge(body)))
+    rows = all_rows(lake_copy)
+    index = lakeseek.open_index(lake_copy)
+    holding = sorted({row["__file"] for row in rows if row["id"] == 5})
+    assert set(index.files("id = 5")) >= set(holding)
+    assert ids(index.read("id = 5")) == ids([row for row in rows if row["id"] == 5])
+    assert sorted(index.locate([5], column="id").column("file").to_pylist()) == holding
+    for command in (["query", "--where", "id = 5"], ["status"], ["refresh", "--mode", "incremental"], ["vacuum"]):
+        _cli_one_line_or_success(command[0], lake_copy, *command[1:])
+    lakeseek.refresh_index(lake_copy, mode="full", engine="local")
+    assert not lakeseek.open_index(lake_copy).status().problems
+    _every_command_works(lake_copy, spark)
+
+
 def _with_inline(body: dict, change) -> dict:
     change(body["lineage"]["parts"][0]["inline"])
     return body

@@ -421,3 +421,41 @@ def test_like_on_a_dictionary_typed_schema():
         predicate = bind(parse_where(where), table.schema)
         got = ds.dataset(table).to_table(filter=to_arrow(predicate, table.schema)).column("s").to_pylist()
         assert got == expected, where
+
+
+def test_a_file_rewritten_in_place_while_read_is_a_clear_error(tmp_path, monkeypatch):
+    """The bytes pyarrow read were half of a rewrite; by the time lakeseek looks, the file
+    reads whole again: the error still says what happened, in one line."""
+    import lakeseek.index as index_module
+
+    root = str(tmp_path / "lake")
+    _small_lake(root)
+    index = lakeseek.create_index(root, ["id"], engine="local")
+
+    def torn(*args, **kwargs):
+        raise pa.ArrowInvalid("Parquet magic bytes not found in footer. Either the file is corrupted or not parquet.")
+
+    monkeypatch.setattr(index_module, "read_matching", torn)
+    with pytest.raises(lakeseek.DataFileError, match="changed while the query read it"):
+        index.read("TRUE")
+
+
+@pytest.mark.parametrize(
+    "misuse",
+    [
+        lambda index: index.history(since="x"),
+        lambda index: index.read(None),
+        lambda index: index.files(5),
+        lambda index: lakeseek.vacuum_index(index.source, retention_hours="x"),
+        lambda index: lakeseek.vacuum_index(index.source, retention_hours=-1),
+        lambda index: lakeseek.open_index(index.source, lake_listing="bad"),
+        lambda index: index.locate([object()], column="id"),
+    ],
+)
+def test_python_arguments_of_the_wrong_type_are_one_line_errors(tmp_path, misuse):
+    root = str(tmp_path / "lake")
+    _small_lake(root)
+    index = lakeseek.create_index(root, ["id"], engine="local")
+    with pytest.raises(lakeseek.LakeseekError) as raised:
+        misuse(index)
+    assert len(str(raised.value).splitlines()) == 1

@@ -36,7 +36,7 @@ def test_dedupes_and_cuts_chunks_only_between_keys(tmp_path):
     ids = [0, 0, 1, 1, 2, 1, 2, 3, 4, 5, 0, 0, 0, 0, 0, 0]
     storage, path, info = _write(tmp_path, keys, ids)
     assert info.min is None and info.max == 8 and info.entries == 14
-    footer = read_footer(storage, path, info, pa.int64())
+    footer = read_footer(storage, path, info, pa.int64(), False)
     chunks = [read_chunk(storage, path, footer, c).to_pydict() for c in range(info.chunks)]
     seen = [(k, i) for chunk in chunks for k, i in zip(chunk["key"], chunk["file_id"], strict=True)]
     assert seen == sorted(set(zip(keys, ids, strict=True)), key=lambda e: (e[0] is not None, e[0] or 0, e[1]))
@@ -70,7 +70,7 @@ def test_empty_input_writes_nothing():
 )
 def test_other_key_types_round_trip(tmp_path, keys):
     storage, path, info = _write(tmp_path, keys, [0] * len(keys), keys.type, chunk_rows=1)
-    footer = read_footer(storage, path, info, keys.type)
+    footer = read_footer(storage, path, info, keys.type, False)
     as_keys = values.keys_of(keys)  # dates and timestamps as their storage numbers
     assert info.min is None and info.max == as_keys[-1]
     found = [read_chunk(storage, path, footer, footer.chunk_for(k)).column("key") for k in as_keys]
@@ -84,7 +84,7 @@ def test_footer_checksum_catches_damage(tmp_path):
     data[info.footer_offset + 5] ^= 0xFF
     Path(path).write_bytes(bytes(data))
     with pytest.raises(IndexCorruptError, match="footer checksum"):
-        read_footer(storage, path, info, pa.int64())
+        read_footer(storage, path, info, pa.int64(), False)
 
 
 def test_put_if_absent_has_one_winner(tmp_path):

@@ -79,6 +79,10 @@ def test_listing_once_reuses_the_first_listing(lake_copy):
     assert lakeseek.open_index(lake_copy).read("id = 5").num_rows == 0
     with pytest.raises(ValueError, match="lake_listing"):
         lakeseek.open_index(lake_copy, lake_listing="sometimes")
+    # Reloading lists the lake again, whether or not the index changed.
+    write_file(f"{lake_copy}/region=east/part-added.parquet", typed_rows(random.Random(2), 90000, 5))
+    reloaded = index.reload()
+    assert reloaded.read("id = 5").num_rows == 0 and reloaded.read("id = 90001").num_rows == 1
 
 
 def test_large_lakes_keep_the_lineage_in_a_manifest(tmp_path, typed_lake, spark, monkeypatch):
@@ -181,7 +185,7 @@ def test_an_older_manifest_in_place_of_the_newer_one_falls_back_to_a_scan(tmp_pa
 
 
 def test_the_listing_follows_spark(tmp_path):
-    from lakeseek.sources import open_source
+    from lakeseek.sources import open_lake
 
     lake = tmp_path / "lake"
     for relative in ("a.parquet", "p=1/b.parquet", "_p=2/c.parquet", "_hidden/d.parquet", ".x/e.parquet", "_f"):
@@ -192,7 +196,7 @@ def test_the_listing_follows_spark(tmp_path):
     os.symlink(tmp_path / "elsewhere", lake / "linked")  # followed, as Spark and pyarrow do
     os.symlink(lake / "missing", lake / "broken.parquet")  # skipped
     os.symlink(lake, lake / "p=1" / "loop")  # a cycle ends
-    source = open_source(str(lake))
+    source = open_lake(str(lake))
     listed = source.snapshot().files
     assert sorted(listed) == ["_p=2/c.parquet", "a.parquet", "linked/g.parquet", "p=1/b.parquet"]
     assert listed["linked/g.parquet"].size == 5

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 
 import pytest
 
@@ -216,9 +217,37 @@ def test_cancel_stops_an_operation_before_it_commits(lake_copy, monkeypatch):
     with pytest.raises(OperationCancelledError):
         lakeseek.refresh_index(lake_copy, "incremental", engine="local")
     assert [lease.operation for lease in cancelled] == ["refresh incremental"]
-    assert lakeseek.open_index(lake_copy).version == version
+    index = lakeseek.open_index(lake_copy)
+    assert index.version == version + 1 and index.root.operation == "cancel"  # the cancel is in the log
+    operations = [entry.actions[0]["operations"] for entry in index.history(version)]
+    assert operations == [[cancelled[0].operation_id]]
     assert not os.listdir(f"{lake_copy}/_lakeseek/default/_leases")
     assert not os.path.exists(f"{lake_copy}/_lakeseek/default/data/{cancelled[0].operation_id}")
+
+
+@pytest.mark.parametrize("mode", ["incremental", "full"])
+def test_a_cancel_between_the_last_check_and_the_commit_wins(lake_copy, monkeypatch, mode):
+    """The operation checked its lease, then a cancel (and a vacuum) ran before its commit:
+    the cancel's version takes the number the operation commits as, so the operation reads
+    it, finds its lease gone and does not commit files the cancel deleted."""
+    from lakeseek.commits.log import IndexLog
+
+    real = IndexLog.commit
+    cancelled = []
+
+    def commit_after_a_cancel(self, root, actions=(), owner=""):
+        if root.operation.startswith("refresh") and not cancelled:
+            cancelled.extend(lakeseek.cancel_operations(lake_copy))
+            lakeseek.vacuum_index(lake_copy, retention_hours=0)
+        return real(self, root, actions, owner)
+
+    monkeypatch.setattr(IndexLog, "commit", commit_after_a_cancel)
+    LakeChanger(lake_copy, random.Random(7)).append()
+    with pytest.raises(OperationCancelledError):
+        lakeseek.refresh_index(lake_copy, mode, engine="local")
+    index = lakeseek.open_index(lake_copy)
+    assert cancelled and index.root.operation == "cancel" and not index.status().problems
+    assert index.plan("id = 5").index_used
 
 
 def test_optimize_rebases_over_a_refresh_that_committed_first(lake_copy, monkeypatch):
@@ -418,3 +447,92 @@ def test_a_column_added_while_files_were_moved_out_covers_them_when_they_return(
     for handle in (index, refreshed, optimized, kept, lakeseek.open_index(lake)):
         assert handle.read("event_id = 'ev-20'").num_rows == expected
         assert handle.read("record_id = 25").num_rows == 1
+
+
+def test_an_operation_past_its_lease_does_not_commit(lake_copy, monkeypatch):
+    """Vacuum takes the files of expired leases: an operation whose lease is about to expire
+    stops instead of committing files that may be gone."""
+    from lakeseek.commits import leases
+    from lakeseek.operations import protocol
+
+    monkeypatch.setattr(leases, "LEASE_TTL_MS", 1000)
+    monkeypatch.setattr(protocol, "COMMIT_MARGIN_MS", 2000)
+    LakeChanger(lake_copy, random.Random(7)).append()
+    version = lakeseek.open_index(lake_copy).version
+    with pytest.raises(OperationCancelledError, match="ran too long"):
+        lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    assert lakeseek.open_index(lake_copy).version == version
+
+
+def test_a_cancel_in_the_middle_of_a_build_is_a_cancel(lake_copy, monkeypatch):
+    """The cancel deletes files the build is still writing and reading (spill files): the
+    operation stops with OperationCancelledError, not with the missing file."""
+    from lakeseek.kinds.sorted_index import build
+
+    real = build._FileReader.distinct_keys
+    cancelled = []
+
+    def read_then_get_cancelled(self, *args, **kwargs):
+        found = real(self, *args, **kwargs)
+        if not cancelled:
+            cancelled.extend(lakeseek.cancel_operations(lake_copy))
+        return found
+
+    monkeypatch.setattr(build._FileReader, "distinct_keys", read_then_get_cancelled)
+    changer = LakeChanger(lake_copy, random.Random(11))
+    for _ in range(3):
+        changer.append()
+    with pytest.raises(OperationCancelledError):
+        lakeseek.refresh_index(lake_copy, "full", engine="local")
+    assert cancelled and not lakeseek.open_index(lake_copy).status().problems
+
+
+def test_vacuums_at_once_each_finish(lake_copy):
+    changer = LakeChanger(lake_copy, random.Random(12))
+    failures = []
+
+    def vacuum():
+        try:
+            lakeseek.vacuum_index(lake_copy, retention_hours=0)
+        except Exception as error:
+            failures.append(error)
+
+    for _ in range(3):
+        for _ in range(3):
+            changer.append()
+            lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+        lakeseek.optimize_index(lake_copy, "full", engine="local")
+        threads = [threading.Thread(target=vacuum) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert not failures, failures
+    assert not lakeseek.open_index(lake_copy).status().problems
+
+
+@pytest.mark.parametrize("operation", ["refresh", "add columns", "optimize"])
+def test_work_that_loses_the_race_to_a_delete_does_not_commit_on_it(lake_copy, monkeypatch, operation):
+    from lakeseek.commits.log import IndexLog
+
+    lakeseek.create_index(lake_copy, ["id"], engine="local", name="extra")
+    real = IndexLog.commit
+    deleted = []
+
+    def commit_after_a_delete(self, root, actions=(), owner=""):
+        if root.operation.startswith(operation) and not deleted:
+            deleted.append(lakeseek.delete_index(lake_copy, name="extra"))
+        return real(self, root, actions, owner)
+
+    monkeypatch.setattr(IndexLog, "commit", commit_after_a_delete)
+    LakeChanger(lake_copy, random.Random(13)).append()
+    if operation == "optimize":
+        lakeseek.refresh_index(lake_copy, "incremental", engine="local", name="extra")
+    work = {
+        "refresh": lambda: lakeseek.refresh_index(lake_copy, "incremental", engine="local", name="extra"),
+        "add columns": lambda: lakeseek.create_index(lake_copy, ["code"], engine="local", name="extra"),
+        "optimize": lambda: lakeseek.optimize_index(lake_copy, "full", engine="local", name="extra"),
+    }[operation]
+    with pytest.raises(lakeseek.LakeseekError, match="restore it first"):
+        work()
+    assert deleted and lakeseek.open_index(lake_copy, name="extra").root.operation == "delete"

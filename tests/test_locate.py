@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import glob
 import os
 import random
+from decimal import Decimal
 
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lakeseek
 from lakeseek.exceptions import LakeseekError
@@ -82,3 +90,79 @@ def test_locate_on_spark_matches_the_oracle(spark, lake_copy):
     frame = locate_spark(index, spark.createDataFrame([(n,) for n in names], "n string"), column="name")
     got = sorted(((r["key"], r["file"].removeprefix("file://")) for r in frame.collect()), key=repr)
     assert got == _oracle(rows, "name", names)
+
+
+# -- keys of any Python type, against DuckDB reading each file --------------------------------------
+_KEYED = {
+    "u64": pa.array([2**64 - 1, 1, 7], pa.uint64()),
+    "i32": pa.array([5, -(2**31), 2**31 - 1], pa.int32()),
+    "dec": pa.array([Decimal("1.50"), Decimal("-3.25"), None], pa.decimal128(5, 2)),
+    "ts": pa.array([dt.datetime(2024, 1, 1, 10), dt.datetime(2024, 1, 2), None], pa.timestamp("us")),
+    "tsz": pa.array([dt.datetime(2024, 1, 1, 10), dt.datetime(2024, 1, 2), None], pa.timestamp("us", tz="UTC")),
+    "d": pa.array([dt.date(2024, 1, 1), dt.date(1970, 1, 1), None], pa.date32()),
+}
+
+
+@pytest.fixture(scope="module")
+def keyed_lake(tmp_path_factory):
+    root = tmp_path_factory.mktemp("keyed")
+    for number in range(3):  # each file holds its own rotation of the values
+        rotated = {name: pa.concat_arrays([values[number:], values[:number]]) for name, values in _KEYED.items()}
+        table = pa.table(rotated)
+        pq.write_table(table.slice(0, 2), f"{root}/part-{number}.parquet")
+    lakeseek.create_index(str(root), list(_KEYED), engine="local")
+    return str(root)
+
+
+def _sql(key: object) -> str:
+    """``key`` as the DuckDB literal that writes it."""
+    if isinstance(key, str):
+        return "'" + key.replace("'", "''") + "'"
+    if isinstance(key, dt.datetime):
+        return f"TIMESTAMPTZ '{key.isoformat()}'" if key.tzinfo else f"TIMESTAMP '{key.isoformat()}'"
+    if isinstance(key, dt.date):
+        return f"DATE '{key.isoformat()}'"
+    if isinstance(key, float):  # by its exact value, as locate compares numbers (not as a double)
+        return str(Decimal(key))
+    return str(key)
+
+
+def _key_variants(value: object) -> st.SearchStrategy:
+    """Keys around a column value: itself, its text (padded), nearby and far numbers, other types."""
+    variants: list[object] = [value, str(value), f" {value} "]
+    if isinstance(value, int | Decimal):
+        variants += [float(value), value + Decimal("0.5"), -1, 2**70, int(value) + 1]
+    if isinstance(value, dt.datetime):
+        variants += [value.replace(tzinfo=dt.timezone.utc), value.date(), value.isoformat(sep=" ")]
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        variants += [dt.datetime.combine(value, dt.time()), dt.datetime.combine(value, dt.time(1))]
+    return st.sampled_from(variants)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_keys_of_any_type_pair_the_files_a_query_finds(keyed_lake, data):
+    """``locate`` pairs a key with the files where ``column = key`` holds a row (DuckDB, per
+    file), and refuses the keys such a query refuses; numbers by their exact value."""
+    column = data.draw(st.sampled_from(list(_KEYED)))
+    present = [v for v in _KEYED[column].to_pylist() if v is not None]
+    keys = data.draw(st.lists(st.sampled_from(present).flatmap(_key_variants), min_size=1, max_size=4))
+    index = lakeseek.open_index(keyed_lake)
+    files = sorted(glob.glob(f"{keyed_lake}/*.parquet"))
+    expected: set[tuple[str, str]] = set()
+    refused = False
+    for key in keys:
+        try:
+            for path in files:
+                found = duckdb.sql(f"SELECT 1 FROM '{path}' WHERE {column} = {_sql(key)} LIMIT 1").fetchall()
+                if found:
+                    expected.add((repr(key), path))
+        except duckdb.Error:
+            refused = True
+    if refused:
+        with pytest.raises(lakeseek.PredicateTypeError):
+            index.locate(keys, column=column)
+        return
+    pairs = index.locate(keys, column=column).to_pylist()
+    got = {pair["file"] for pair in pairs}
+    assert got == {path for _, path in expected}, (column, keys)

@@ -104,7 +104,7 @@ def test_like_prefix_reads_the_index(typed_lake, rows):
     clear_cache()
     index = lakeseek.open_index(typed_lake)  # a new handle, nothing cached: no footer read yet
     (info,) = index.root.content.indexes["name"].files
-    footer = read_footer(index.storage, f"{index.index_dir}/{info.path}", info, pa.string())
+    footer = read_footer(index.storage, f"{index.index_dir}/{info.path}", info, pa.string(), False)
     prefix = KeyRange("ali", "alj", True, False)
     chunks = sum(prefix.overlaps(low, high) for low, high in zip(footer.chunk_min, footer.chunk_max, strict=True))
     assert 1 <= chunks < info.chunks

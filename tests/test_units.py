@@ -38,7 +38,7 @@ UTC = dt.timezone.utc
 
 
 def _info(low, high, *, entries=101, chunks=10, keys=None, path="data/op/c0-a.parquet") -> IndexFileInfo:
-    return IndexFileInfo(path, low, high, entries, chunks, 10_000, 9_000, 500, 0, data_files=10, keys=keys)
+    return IndexFileInfo(path, low, high, entries, chunks, 10_000, 9_492, 500, 0, data_files=10, keys=keys)
 
 
 # -- the cost model -----------------------------------------------------------------------------

@@ -16,6 +16,8 @@ from lakeseek.exceptions import (
     IndexCorruptError,
     IndexFormatError,
     IndexNotFoundError,
+    InvalidArgumentError,
+    LakeMetadataError,
     LakeNotFoundError,
     LakeseekError,
     OperationCancelledError,
@@ -43,7 +45,7 @@ from lakeseek.operations import (
     vacuum_index,
 )
 from lakeseek.planning import Explanation, Fallback, Plan
-from lakeseek.sources import register_source
+from lakeseek.sources import open_lake, register_source
 
 __version__ = "0.2.0"
 
@@ -72,6 +74,8 @@ __all__ = [
     "UnknownColumnError",
     "UnsupportedColumnError",
     "UnsupportedLakeError",
+    "InvalidArgumentError",
+    "LakeMetadataError",
     "UnsupportedPredicateError",
     "UnsupportedStorageError",
     "VacuumResult",
@@ -81,6 +85,7 @@ __all__ = [
     "delete_index",
     "list_indexes",
     "open_index",
+    "open_lake",
     "optimize_index",
     "refresh_index",
     "register_kind",

@@ -83,3 +83,12 @@ class UnsupportedStorageError(LakeseekError):
 
 class UnsupportedLakeError(LakeseekError):
     """The lake is of a kind lakeseek cannot read exactly (a table format it does not support yet)."""
+
+
+class LakeMetadataError(LakeseekError):
+    """A table format's metadata could not be read (damaged, or written in a way its library
+    refuses)."""
+
+
+class InvalidArgumentError(LakeseekError, ValueError):
+    """An argument of a lakeseek function is of the wrong type or out of range."""

@@ -27,7 +27,7 @@ from lakeseek.caches import Once, cache_for
 from lakeseek.commits.checks import problems
 from lakeseek.commits.leases import Leases
 from lakeseek.commits.log import IndexLog, LogEntry
-from lakeseek.exceptions import IndexCorruptError, LakeseekError
+from lakeseek.exceptions import IndexCorruptError, InvalidArgumentError, LakeseekError, PredicateParseError
 from lakeseek.expressions import Predicate
 from lakeseek.expressions.arrow import read_matching
 from lakeseek.expressions.binding import bind, resolve_column, value_type
@@ -41,7 +41,7 @@ from lakeseek.lake.files import reading_data_files
 from lakeseek.lake.schemas import current_partition_types, merge_schemas, spark_schema_json, with_partition_types
 from lakeseek.lake.state import Changes, LakeState, compare
 from lakeseek.locate import FILE, exact_keys, locate_keys, scan_keys
-from lakeseek.location import DEFAULT_NAME, Location, index_names, locate
+from lakeseek.location import DEFAULT_NAME, LakeLike, Location, index_names, locate
 from lakeseek.planning import Explanation, Fallback, Plan, explanation, full_scan, plan
 from lakeseek.sources.base import Snapshot
 
@@ -50,7 +50,7 @@ log = logging.getLogger("lakeseek")
 
 
 def open_index(
-    source: str,
+    source: LakeLike,
     *,
     index: str | None = None,
     name: str | None = None,
@@ -75,7 +75,7 @@ def open_index(
 
 
 def list_indexes(
-    source: str, *, index: str | None = None, storage_options: Mapping[str, object] | None = None
+    source: LakeLike, *, index: str | None = None, storage_options: Mapping[str, object] | None = None
 ) -> list[Index]:
     """Every committed index of the lake (deleted ones included)."""
     first = locate(source, index, DEFAULT_NAME, existing=False, storage_options=storage_options)
@@ -125,7 +125,7 @@ class Index:
 
     def __init__(self, location: Location, root: Root, *, lake_listing: LakeListing = "per_query") -> None:
         if lake_listing not in ("per_query", "once"):
-            raise ValueError(f"lake_listing must be 'per_query' or 'once', not {lake_listing!r}")
+            raise InvalidArgumentError(f"lake_listing must be 'per_query' or 'once', not {lake_listing!r}")
         self.lake_listing = lake_listing
         self.location = location
         self.root = root
@@ -179,14 +179,18 @@ class Index:
         return self._version.lineage()
 
     def reload(self) -> Index:
-        """A handle on the latest version of this index (this one, when nothing was committed since)."""
+        """A handle on the latest version of this index and on the lake now: this one when
+        nothing was committed since and the lake is listed per query; a new one otherwise (a
+        ``lake_listing="once"`` handle lists the lake again)."""
         latest = IndexLog(self.storage, self.index_dir).latest()
-        if latest.version == self.version:
+        if latest.version == self.version and self.lake_listing != "once":
             return self
         return Index(self.location, latest, lake_listing=self.lake_listing)
 
     def history(self, since: int = -1) -> list[LogEntry]:
         """What each committed version after ``since`` changed, oldest first."""
+        if not isinstance(since, int) or isinstance(since, bool):
+            raise InvalidArgumentError(f"since must be a version number, not {since!r}")
         return IndexLog(self.storage, self.index_dir).history(since)
 
     # -- the lake's schema ------------------------------------------------------------------
@@ -282,7 +286,8 @@ class Index:
         with reading_data_files(self.lake, list(state.files)):
             found = None
             if served:
-                wanted = exact_keys(keys, column_type, self.kind_reader.key_type(name, column_type))
+                field = pa.field(name, column_type)
+                wanted = exact_keys(keys, field, self.kind_reader.key_type(name, column_type))
                 try:
                     found = locate_keys(self.kind_reader, state, name, wanted, self._opener(state))
                 except IndexCorruptError as error:
@@ -313,7 +318,7 @@ class Index:
                 key_type = key_type_for(column_type, column)
             except LakeseekError:
                 key_type = column_type
-        wanted = exact_keys(keys, column_type, key_type)
+        wanted = exact_keys(keys, pa.field(column, column_type), key_type)
         return scan_keys(list(state.files), column, wanted, self._opener(state), self.kind_reader.row_groups)
 
     def serves(self, column: str, state: LakeState) -> bool:
@@ -378,6 +383,11 @@ class Index:
     def status(self) -> IndexStatus:
         state = self.lake_state()
         leases = Leases(self.storage, self.index_dir).all()
+        try:
+            indexed_files = len(self.lineage())
+        except IndexCorruptError:
+            indexed_files = 0  # the problems name the damage
+
         return IndexStatus(
             source=self.source,
             index=self._shown(self.index_dir),
@@ -388,7 +398,7 @@ class Index:
             last_operation=self.root.operation,
             updated_ms=self.root.timestamp_ms,
             columns=self.root.content.column_statuses(),
-            indexed_files=len(self.lineage()),
+            indexed_files=indexed_files,
             lake_files=len(state.files),
             new_files=state.new,
             changed_files=state.changed,
@@ -404,6 +414,8 @@ class Index:
 
     # -- internals --------------------------------------------------------------------------
     def _bind(self, where: str | Predicate, state: LakeState | None = None) -> Predicate:
+        if not isinstance(where, str | Predicate):
+            raise PredicateParseError(f"a predicate is SQL text, not {type(where).__name__}: {where!r}")
         schema = self.schema_of(state or self.lake_state())
         return bind(parse_where(where) if isinstance(where, str) else where, schema)
 
@@ -437,7 +449,7 @@ class Index:
         else:
             try:
                 served = {column for column in self.root.columns if self.serves(column, state)}
-                chosen = plan(predicate, self.kind_reader, self.root, self.lineage(), state, served)
+                chosen = plan(predicate, self.kind_reader, self.root, state, served)
             except IndexCorruptError as error:
                 # Never a wrong answer, and never none: a damaged index costs a full scan.
                 chosen = full_scan(state.files, *self._unusable(error))

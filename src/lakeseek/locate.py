@@ -8,13 +8,17 @@ with a key only if it holds a row with that key.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterable
+from decimal import ROUND_HALF_EVEN, Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from lakeseek.expressions.binding import value_type
+from lakeseek.exceptions import PredicateTypeError
+from lakeseek.expressions import Comparison, python_literal
+from lakeseek.expressions.binding import compare, value_type
 from lakeseek.format.values import KeyValue
 from lakeseek.kinds.base import FILE_ID, KEY, ROW_GROUP, KindReader
 from lakeseek.lake.state import LakeState
@@ -54,39 +58,107 @@ def locate_keys(
     return found.sort_by([(KEY, "ascending"), (FILE, "ascending")])
 
 
-def exact_keys(keys: Iterable[KeyValue] | pa.Array, column_type: pa.DataType, key_type: pa.DataType) -> pa.Array:
-    """The distinct non-NULL ``keys`` some value of the column can equal, as index keys.
+def exact_keys(keys: Iterable[KeyValue] | pa.Array, column: pa.Field, key_type: pa.DataType) -> pa.Array:
+    """The distinct non-NULL values of ``column`` some key equals, as index keys.
 
-    A key that changes when converted to the column's type and back (``1.5`` for an
-    integer column, a datetime past midnight for a date column, a string for a number)
-    equals no value: it is dropped rather than rounded into another key's pairs.
+    A number equals the values of its exact value (``1.5`` no integer, ``2.0`` the integer 2);
+    any other key the values ``files("column = key")`` finds: a string is cast as Spark casts it
+    (a malformed one is an error, as in a predicate), a datetime is a TIMESTAMP (aware) or a
+    TIMESTAMP_NTZ (naive). Keys already of the column's type, or integers and decimals that all
+    convert exactly, are converted at once; the others one by one.
     """
-    given = keys if isinstance(keys, pa.Array) else _array(list(keys), column_type)
-    if given.type != column_type:
-        try:
-            converted = given.cast(column_type, safe=False)
-            same = pc.fill_null(pc.equal(converted.cast(given.type, safe=False), given), False)
-            given = converted.filter(same)
-        except (pa.ArrowException, ValueError):  # some keys do not convert at all ('x' for a number)
-            given = pa.array([v for v in (_converted(k, column_type) for k in given) if v is not None], column_type)
-    return pc.unique(given.drop_null().cast(key_type, safe=False))
+    column_type = value_type(column.type)
+    given = keys if isinstance(keys, pa.Array) else _array(list(keys))
+    if isinstance(given, pa.Array) and given.type == column_type:
+        return pc.unique(given.drop_null().cast(key_type, safe=False))
+    if isinstance(given, pa.Array):
+        converted = _converted_at_once(given.drop_null(), column_type)
+        if converted is not None:
+            return pc.unique(converted.cast(key_type, safe=False))
+        given = given.to_pylist()
+    values = (_column_value(key, column) for key in given if key is not None)
+    return pc.unique(pa.array([value for value in values if value is not None], column_type).cast(key_type, safe=False))
 
 
-def _converted(key: pa.Scalar, column_type: pa.DataType) -> object:
-    """One key as a value of the column's type, or None when it converts to no equal value."""
+def _array(keys: list) -> pa.Array | list:
+    """Keys of one Python type as an Arrow array of that type; others as they are (an array
+    of mixed keys would take a common type, and a float type rounds large integers)."""
+    kinds = {type(key) for key in keys if key is not None}
+    if len(kinds) != 1:
+        return keys
     try:
-        converted = key.cast(column_type, safe=False)
-        return converted.as_py() if converted.cast(key.type, safe=False) == key else None
+        return pa.array(keys)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):
+        return keys
+
+
+def _converted_at_once(given: pa.Array, column_type: pa.DataType) -> pa.Array | None:
+    """Integers or decimals (or dates and timestamps) that all convert to the column's type
+    and back without loss, converted; else None."""
+    families = ((pa.types.is_integer, pa.types.is_decimal), (pa.types.is_date, pa.types.is_timestamp))
+    if not any(
+        any(is_kind(given.type) for is_kind in family) and any(is_kind(column_type) for is_kind in family)
+        for family in families
+    ):
+        return None
+    try:
+        converted = given.cast(column_type)  # safe: a value out of range or rounded is an error
+        if pc.all(pc.equal(converted.cast(given.type), given)).as_py() is False:
+            return None
     except (pa.ArrowException, ValueError):
+        return None
+    return converted
+
+
+def _column_value(key: object, column: pa.Field) -> object | None:
+    """The value of ``column`` equal to ``key`` (see :func:`exact_keys`), or None."""
+    column_type = value_type(column.type)
+    numeric = pa.types.is_integer(column_type) or pa.types.is_decimal(column_type) or pa.types.is_floating(column_type)
+    if numeric and isinstance(key, numbers.Real | Decimal) and not isinstance(key, bool):
+        return _exact_number(key, column_type)
+    bound = compare("=", column, python_literal(key))
+    if not isinstance(bound, Comparison):
+        return None  # FALSE for every value
+    if bound.literal.type == column_type:
+        return bound.literal.value
+    if pa.types.is_floating(bound.literal.type):
+        return _float_match(bound.literal.value, column_type, column.name)
+    try:  # compared in a wider type (bytes with a fixed-size binary column): the value it converts to exactly
+        compared = pa.scalar(bound.literal.value, bound.literal.type)
+        value = compared.cast(column_type)
+        return value.as_py() if value.cast(compared.type) == compared else None
+    except (pa.ArrowException, ValueError, OverflowError):
         return None
 
 
-def _array(keys: list, column_type: pa.DataType) -> pa.Array:
+def _exact_number(number: numbers.Real | Decimal, column_type: pa.DataType) -> object | None:
+    """The value of a numeric column whose exact value is ``number``, or None."""
+    if isinstance(number, float) and number != number:
+        return number if pa.types.is_floating(column_type) else None  # NaN = NaN, as Spark has it
+    exact = Decimal(number) if isinstance(number, float) and pa.types.is_decimal(column_type) else number
     try:
-        return pa.array(keys)  # the keys' own types, so that conversion can be checked
-    except (pa.ArrowException, ValueError, TypeError, OverflowError):  # mixed Python types: one by one
-        converted = (_converted(pa.scalar(key), column_type) for key in keys if key is not None)
-        return pa.array([value for value in converted if value is not None], column_type)
+        value = pa.scalar(exact, column_type).as_py()
+    except (pa.ArrowException, OverflowError, ValueError, TypeError):
+        return None
+    return value if value == number else None
+
+
+def _float_match(number: float, column_type: pa.DataType, column: str) -> object | None:
+    """The one value of a decimal or floating column equal to ``number`` in floating point
+    (as Spark compares such a column with a string), or None. Where several values are
+    (decimals of more than 15 digits), a key cannot name one: an error."""
+    if pa.types.is_floating(column_type):
+        return _exact_number(number, column_type)
+    if pa.types.is_decimal(column_type) and column_type.precision <= 15:
+        if number != number or abs(number) == float("inf"):
+            return None
+        candidate = Decimal(repr(number)).quantize(Decimal(1).scaleb(-column_type.scale), rounding=ROUND_HALF_EVEN)
+        fits = len(candidate.as_tuple().digits) <= column_type.precision
+        return candidate if fits and float(candidate) == number else None
+    raise PredicateTypeError(
+        f"the key {number!r} is compared with column '{column}' ({column_type}) as a double, which several of "
+        "its values equal: give the keys as numbers"
+    )
 
 
 def scan_keys(

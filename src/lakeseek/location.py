@@ -1,6 +1,6 @@
 """Where a lake and its indexes are: the lake's source, its index home, an index's name.
 
-An index lives under its home (``SOURCE/_lakeseek`` unless given), in a directory of its
+An index lives under its home (the source's default, ``SOURCE/_lakeseek``, unless given), in a directory of its
 name. The home must keep index files out of what engines read as the lake's data, and the
 lake out of what vacuum may delete.
 """
@@ -14,18 +14,17 @@ from dataclasses import dataclass
 
 from lakeseek.exceptions import LakeNotFoundError, LakeseekError
 from lakeseek.io import Storage, storage_for
-from lakeseek.sources import open_source
+from lakeseek.sources import open_lake
 from lakeseek.sources.base import LakeSource
 from lakeseek.sources.directory import is_hidden
 
-DEFAULT_HOME = "_lakeseek"
 DEFAULT_NAME = "default"
 _VALID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 @dataclass(frozen=True)
 class Location:
-    """Where a lake and one of its indexes are: ``<home>/<name>``, home being ``SOURCE/_lakeseek``."""
+    """Where a lake and one of its indexes are: ``<home>/<name>``, home being the source's default unless given."""
 
     source: LakeSource
     home: str
@@ -53,8 +52,12 @@ def index_names(storage: Storage, home: str) -> list[str]:
     return sorted(name for name in storage.list_dirs(home) if _VALID_NAME.fullmatch(name))
 
 
+# A lake: its location (a local path or a URI), or the lake :func:`open_lake` opened.
+LakeLike = str | LakeSource
+
+
 def locate(
-    source: str,
+    source: LakeLike,
     index: str | None = None,
     name: str | None = None,
     *,
@@ -63,13 +66,18 @@ def locate(
 ) -> Location:
     """Where the lake at ``source`` and its index ``name`` are.
 
-    ``index`` is the index home when it is not ``SOURCE/_lakeseek``. Without a ``name``,
+    ``index`` is the index home when it is not the source's default (``SOURCE/_lakeseek``). Without a ``name``,
     an existing index is chosen when the lake has just one (or one named "default").
     """
-    lake = open_source(source, storage_options)
+    if isinstance(source, LakeSource):
+        if storage_options:
+            raise LakeseekError("give storage_options to open_lake, which opened this lake, not here")
+        lake = source
+    else:
+        lake = open_lake(source, storage_options)
     storage, lake_root = lake.storage, lake.root
     if index is None:
-        home = f"{lake_root}/{DEFAULT_HOME}"
+        home = lake.default_home
     else:
         index_storage, home = storage_for(index, storage_options)
         if index_storage is not storage:
@@ -78,7 +86,7 @@ def locate(
         real_lake, real_home = os.path.realpath(lake_root), os.path.realpath(home)
     else:
         real_lake, real_home = lake_root, home
-    _check_home(real_lake, real_home)
+    _check_home(lake, real_lake, real_home)
     if name is None:
         name = _default_name(storage, home) if existing else DEFAULT_NAME
     if not _VALID_NAME.fullmatch(name):
@@ -91,7 +99,7 @@ def locate(
     return Location(lake, home, name)
 
 
-def _check_home(lake_root: str, home: str) -> None:
+def _check_home(lake: LakeSource, lake_root: str, home: str) -> None:
     """Refuse an index home inside the lake unless a hidden directory holds it.
 
     Only a hidden directory on its way (a component of its path relative to the lake that
@@ -109,7 +117,7 @@ def _check_home(lake_root: str, home: str) -> None:
         harm = f"lakeseek would skip the data files under {'/'.join(parts)}, and {harm}"
     raise LakeseekError(
         f"the index home {home} is inside the lake {lake_root} and not under a hidden directory: {harm}; "
-        f"use a directory whose name starts with '_' or '.' (like {lake_root}/{DEFAULT_HOME}) or one outside the lake"
+        f"use a directory whose name starts with '_' or '.' (like {lake.default_home}) or one outside the lake"
     )
 
 

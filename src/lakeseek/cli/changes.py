@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import click
 
-from lakeseek.cli.common import engine_option, handled, index_option, name_option, storage_option, with_progress
+from lakeseek.cli.common import engine_option, handled, index_option, lake_argument, name_option, with_progress
 from lakeseek.cli.output import report_change, stdout
 from lakeseek.cost import human_size
 from lakeseek.index import open_index
 from lakeseek.kinds import DEFAULT_KIND, known_kinds
 from lakeseek.kinds.sorted_index import MAX_CHUNK_ROWS
+from lakeseek.sources.base import LakeSource
 
 
 @click.command()
-@click.argument("source")
+@lake_argument
 @click.option("--columns", required=True, help="Comma-separated columns to index.")
 @click.option(
     "--kind",
@@ -22,7 +23,6 @@ from lakeseek.kinds.sorted_index import MAX_CHUNK_ROWS
     help=f"The kind of index (default: {DEFAULT_KIND}, or the existing index's).",
 )
 @index_option
-@storage_option
 @name_option
 @click.option(
     "--chunk-rows",
@@ -38,11 +38,10 @@ from lakeseek.kinds.sorted_index import MAX_CHUNK_ROWS
 @engine_option
 @handled
 def create(
-    source: str,
+    lake: LakeSource,
     columns: str,
     kind: str | None,
     index_dir: str | None,
-    storage_options: dict[str, str],
     name: str | None,
     chunk_rows: int | None,
     row_groups: bool,
@@ -61,11 +60,10 @@ def create(
         options["row_groups"] = True
     index = with_progress(
         lambda progress: lakeseek.create_index(
-            source,
+            lake,
             columns,
             kind=kind,
             index=index_dir,
-            storage_options=storage_options,
             name=name,
             engine=engine or "spark",
             progress=progress,
@@ -82,7 +80,7 @@ def create(
 
 
 @click.command()
-@click.argument("source")
+@lake_argument
 @click.option(
     "--mode",
     type=click.Choice(["full", "incremental", "quick"]),
@@ -92,22 +90,18 @@ def create(
 )
 @engine_option
 @index_option
-@storage_option
 @name_option
 @handled
-def refresh(
-    source: str, mode: str, engine: str | None, index_dir: str | None, storage_options: dict[str, str], name: str | None
-) -> None:
+def refresh(lake: LakeSource, mode: str, engine: str | None, index_dir: str | None, name: str | None) -> None:
     """Bring the index of SOURCE up to date with the lake."""
     import lakeseek
 
-    before = open_index(source, index=index_dir, storage_options=storage_options, name=name).version
+    before = open_index(lake, index=index_dir, name=name).version
     index = with_progress(
         lambda progress: lakeseek.refresh_index(
-            source,
+            lake,
             mode,
             index=index_dir,
-            storage_options=storage_options,
             name=name,
             engine=engine or "spark",
             progress=progress,
@@ -117,7 +111,7 @@ def refresh(
 
 
 @click.command()
-@click.argument("source")
+@lake_argument
 @click.option(
     "--mode",
     type=click.Choice(["quick", "full"]),
@@ -127,54 +121,49 @@ def refresh(
 )
 @engine_option
 @index_option
-@storage_option
 @name_option
 @handled
-def optimize(
-    source: str, mode: str, engine: str | None, index_dir: str | None, storage_options: dict[str, str], name: str | None
-) -> None:
+def optimize(lake: LakeSource, mode: str, engine: str | None, index_dir: str | None, name: str | None) -> None:
     """Compact the index of SOURCE after incremental refreshes."""
     import lakeseek
 
-    before = open_index(source, index=index_dir, storage_options=storage_options, name=name).version
+    before = open_index(lake, index=index_dir, name=name).version
     index = with_progress(
         lambda progress: lakeseek.optimize_index(
-            source, mode, index=index_dir, storage_options=storage_options, name=name, engine=engine, progress=progress
+            lake, mode, index=index_dir, name=name, engine=engine, progress=progress
         )
     )
     report_change(index, before)
 
 
 @click.command()
-@click.argument("source")
+@lake_argument
 @index_option
-@storage_option
 @name_option
 @handled
-def delete(source: str, index_dir: str | None, storage_options: dict[str, str], name: str | None) -> None:
+def delete(lake: LakeSource, index_dir: str | None, name: str | None) -> None:
     """Soft-delete the index: queries stop using it; `restore` brings it back, `vacuum` clears it."""
     import lakeseek
 
-    index = lakeseek.delete_index(source, index=index_dir, storage_options=storage_options, name=name)
+    index = lakeseek.delete_index(lake, index=index_dir, name=name)
     stdout.print(f"index '{index.name}' deleted (version {index.version}); queries now scan the lake", markup=False)
 
 
 @click.command()
-@click.argument("source")
+@lake_argument
 @index_option
-@storage_option
 @name_option
 @handled
-def restore(source: str, index_dir: str | None, storage_options: dict[str, str], name: str | None) -> None:
+def restore(lake: LakeSource, index_dir: str | None, name: str | None) -> None:
     """Undo a delete."""
     import lakeseek
 
-    index = lakeseek.restore_index(source, index=index_dir, storage_options=storage_options, name=name)
+    index = lakeseek.restore_index(lake, index=index_dir, name=name)
     stdout.print(f"index '{index.name}' restored (version {index.version})", markup=False)
 
 
 @click.command()
-@click.argument("source")
+@lake_argument
 @click.option(
     "--retain-hours",
     type=click.FloatRange(min=0),
@@ -183,18 +172,13 @@ def restore(source: str, index_dir: str | None, storage_options: dict[str, str],
     help="Keep versions this recent (readers that opened them keep working).",
 )
 @index_option
-@storage_option
 @name_option
 @handled
-def vacuum(
-    source: str, retain_hours: float, index_dir: str | None, storage_options: dict[str, str], name: str | None
-) -> None:
+def vacuum(lake: LakeSource, retain_hours: float, index_dir: str | None, name: str | None) -> None:
     """Delete index files no retained version uses, old versions, and crashed writers' leftovers."""
     import lakeseek
 
-    result = lakeseek.vacuum_index(
-        source, index=index_dir, storage_options=storage_options, name=name, retention_hours=retain_hours
-    )
+    result = lakeseek.vacuum_index(lake, index=index_dir, name=name, retention_hours=retain_hours)
     stdout.print(
         f"deleted {result.files_deleted:,} files ({human_size(result.bytes_deleted)}), "
         f"{result.versions_deleted:,} old versions; cleared {result.operations_recovered} dead operations",
@@ -203,16 +187,15 @@ def vacuum(
 
 
 @click.command()
-@click.argument("source")
+@lake_argument
 @index_option
-@storage_option
 @name_option
 @handled
-def cancel(source: str, index_dir: str | None, storage_options: dict[str, str], name: str | None) -> None:
+def cancel(lake: LakeSource, index_dir: str | None, name: str | None) -> None:
     """Cancel running or crashed operations on the index and delete what they wrote."""
     import lakeseek
 
-    cancelled = lakeseek.cancel_operations(source, index=index_dir, storage_options=storage_options, name=name)
+    cancelled = lakeseek.cancel_operations(lake, index=index_dir, name=name)
     if not cancelled:
         stdout.print("no operation in progress")
     for lease in cancelled:

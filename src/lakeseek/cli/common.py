@@ -46,8 +46,31 @@ storage_option = click.option(
     metavar="KEY=VALUE",
     help="An object store's setting (e.g. AWS_ENDPOINT_URL=http://...); by default the environment's.",
 )
+source_format_option = click.option(
+    "--source-format",
+    default=None,
+    help="Read the lake as this source (directory, delta, iceberg, hudi); by default, as what its location holds.",
+)
+
+
+def lake_argument(command: Callable[..., None]) -> Callable[..., None]:
+    """SOURCE with its --storage-option and --source-format, given to the command as the
+    lake they open (``lake``)."""
+
+    @functools.wraps(command)
+    def opened(*args: Any, source: str, storage_options: dict[str, str], source_format: str | None, **kwargs: Any):
+        from lakeseek.sources import open_lake
+
+        return command(*args, lake=open_lake(source, storage_options, source_format=source_format), **kwargs)
+
+    return click.argument("source")(storage_option(source_format_option(handled(opened))))
+
+
 index_option = click.option(
-    "--index", "index_dir", default=None, help="Index home directory (default: SOURCE/_lakeseek)."
+    "--index",
+    "index_dir",
+    default=None,
+    help="Index home directory (default: SOURCE/_lakeseek; SOURCE/.hoodie/lakeseek for a Hudi table).",
 )
 name_option = click.option(
     "--name", default=None, help="Which of the lake's indexes (default: the only one, or 'default')."

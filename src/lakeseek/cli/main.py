@@ -10,7 +10,7 @@ import sys
 import click
 
 from lakeseek.cli import changes
-from lakeseek.cli.common import handled, index_option, name_option, storage_option, where_option
+from lakeseek.cli.common import handled, index_option, lake_argument, name_option, where_option
 from lakeseek.cli.output import (
     add_text_row,
     fail,
@@ -27,6 +27,7 @@ from lakeseek.cli.output import (
 from lakeseek.cost import human_size
 from lakeseek.exceptions import LakeseekError
 from lakeseek.index import open_index
+from lakeseek.sources.base import LakeSource
 
 
 def run() -> None:
@@ -64,18 +65,15 @@ for command in changes.COMMANDS:
 
 
 @main.command()
-@click.argument("source")
+@lake_argument
 @index_option
-@storage_option
 @click.option("--format", "output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @handled
-def indexes(source: str, index_dir: str | None, storage_options: dict[str, str], output: str) -> None:
+def indexes(lake: LakeSource, index_dir: str | None, output: str) -> None:
     """List the indexes of SOURCE: state, columns, size, staleness, segments, last operation."""
     import lakeseek
 
-    states = [
-        index.status() for index in lakeseek.list_indexes(source, index=index_dir, storage_options=storage_options)
-    ]
+    states = [index.status() for index in lakeseek.list_indexes(lake, index=index_dir)]
     if output == "json":
         sys.stdout.write(json.dumps([status_json(s) for s in states], indent=2) + "\n")
         return
@@ -101,25 +99,23 @@ def indexes(source: str, index_dir: str | None, storage_options: dict[str, str],
 
 
 @main.command()
-@click.argument("source")
+@lake_argument
 @where_option
 @click.option("--columns", default=None, help="Comma-separated columns to output (default: all).")
 @click.option("--format", "output", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @index_option
-@storage_option
 @name_option
 @handled
 def query(
-    source: str,
+    lake: LakeSource,
     where: str,
     columns: str | None,
     output: str,
     index_dir: str | None,
-    storage_options: dict[str, str],
     name: str | None,
 ) -> None:
     """Print the rows of SOURCE matching --where, reading only the files the index points at."""
-    index = open_index(source, index=index_dir, storage_options=storage_options, name=name)
+    index = open_index(lake, index=index_dir, name=name)
     selected = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     table, plan = index.query(where, selected)
     note_plan(plan)
@@ -132,34 +128,28 @@ def query(
 
 
 @main.command()
-@click.argument("source")
+@lake_argument
 @where_option
 @click.option("--analyze", is_flag=True, help="Also run the query and report rows and time.")
 @index_option
-@storage_option
 @name_option
 @handled
-def explain(
-    source: str, where: str, analyze: bool, index_dir: str | None, storage_options: dict[str, str], name: str | None
-) -> None:
+def explain(lake: LakeSource, where: str, analyze: bool, index_dir: str | None, name: str | None) -> None:
     """Show how a query uses the index: columns, candidate files, reads, cost, and why not."""
-    result = open_index(source, index=index_dir, storage_options=storage_options, name=name).explain(
-        where, analyze=analyze
-    )
+    result = open_index(lake, index=index_dir, name=name).explain(where, analyze=analyze)
     for line in result.lines():
         stdout.print(line, markup=False)
 
 
 @main.command()
-@click.argument("source")
+@lake_argument
 @where_option
 @index_option
-@storage_option
 @name_option
 @handled
-def files(source: str, where: str, index_dir: str | None, storage_options: dict[str, str], name: str | None) -> None:
+def files(lake: LakeSource, where: str, index_dir: str | None, name: str | None) -> None:
     """Print the data files that may hold rows matching --where, one per line."""
-    index = open_index(source, index=index_dir, storage_options=storage_options, name=name)
+    index = open_index(lake, index=index_dir, name=name)
     plan = index.plan(where)
     for path in plan.files:
         sys.stdout.write(index.lake.shown(path) + "\n")
@@ -167,15 +157,14 @@ def files(source: str, where: str, index_dir: str | None, storage_options: dict[
 
 
 @main.command()
-@click.argument("source")
+@lake_argument
 @index_option
-@storage_option
 @name_option
 @click.option("--format", "output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @handled
-def status(source: str, index_dir: str | None, storage_options: dict[str, str], name: str | None, output: str) -> None:
+def status(lake: LakeSource, index_dir: str | None, name: str | None, output: str) -> None:
     """Show an index of SOURCE: columns, segments, files covered, and what changed in the lake since."""
-    state = open_index(source, index=index_dir, storage_options=storage_options, name=name).status()
+    state = open_index(lake, index=index_dir, name=name).status()
     if output == "json":
         sys.stdout.write(json.dumps(status_json(state), indent=2) + "\n")
         return
@@ -208,18 +197,15 @@ def status(source: str, index_dir: str | None, storage_options: dict[str, str], 
 
 
 @main.command()
-@click.argument("source")
+@lake_argument
 @click.option("--since", type=int, default=-1, help="Only the versions after this one.")
 @index_option
-@storage_option
 @name_option
 @click.option("--format", "output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @handled
-def history(
-    source: str, since: int, index_dir: str | None, storage_options: dict[str, str], name: str | None, output: str
-) -> None:
+def history(lake: LakeSource, since: int, index_dir: str | None, name: str | None, output: str) -> None:
     """Show what each version of the index changed (the actions the log records)."""
-    entries = open_index(source, index=index_dir, storage_options=storage_options, name=name).history(since)
+    entries = open_index(lake, index=index_dir, name=name).history(since)
     if output == "json":
         sys.stdout.write(json.dumps([dataclasses.asdict(entry) for entry in entries], indent=2) + "\n")
         return

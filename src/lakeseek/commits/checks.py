@@ -12,7 +12,6 @@ from __future__ import annotations
 from lakeseek.commits.leases import LEASE_DIR, Leases
 from lakeseek.commits.log import IndexLog
 from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError
-from lakeseek.format.lineage import read_lineage
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
 from lakeseek.kinds import kind_named
@@ -31,12 +30,11 @@ def problems(storage: Storage, index_dir: str, root: Root) -> list[str]:
         except (IndexCorruptError, IndexNotFoundError) as error:
             found.append(f"{error}: version {root.version} is used instead; {REPAIR} past it")
     found.extend(kind_named(root.kind).reader(storage, index_dir, root).problems())
-    for part in root.lineage.all_parts:
-        if part.path is not None:
-            try:
-                read_lineage(storage, f"{index_dir}/{part.path}")
-            except IndexCorruptError as error:
-                found.append(f"{error}: queries read every file; {REPAIR}")
+    try:
+        root.lineage.indexed(storage, index_dir)
+        root.lineage.recorded(storage, index_dir)
+    except IndexCorruptError as error:
+        found.append(f"{error}: queries read every file; {REPAIR}")
     leases = Leases(storage, index_dir)
     for lease in leases.all():
         if not lease.readable:

@@ -5,8 +5,9 @@ when it ends. Nothing waits on a lease (writers never block each other or reader
 lease only tells vacuum which uncommitted files belong to work still in progress. A
 lease is dead when it has expired, or when its process is gone from this host: then its
 uncommitted files are debris, which the next operation (or ``vacuum``, or ``cancel``)
-removes. ``cancel`` deletes leases outright; a cancelled operation that is still running
-finds its lease gone and does not commit.
+removes. ``cancel`` deletes leases outright and commits a version saying so; a cancelled
+operation that is still running finds its lease gone and does not commit. Leases are not
+renewed: an operation must commit within a day (less a margin) of starting.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from dataclasses import asdict, dataclass
 from lakeseek.io import Storage
 
 LEASE_DIR = "_leases"
-LEASE_TTL_MS = 6 * 3600 * 1000
+LEASE_TTL_MS = 24 * 3600 * 1000
+# An operation commits only while its lease has this long left: vacuum, which takes the files
+# of expired leases, cannot have taken its files between its last check and its commit.
+COMMIT_MARGIN_MS = 3600 * 1000
 
 
 # Operation ids are uuid4 hex strings: a lease file named otherwise is not lakeseek's, and

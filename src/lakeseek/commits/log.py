@@ -75,6 +75,8 @@ class IndexLog:
         for version in reversed(versions):
             try:
                 root = self.read(version)
+            except IndexNotFoundError:
+                continue  # vacuumed since the listing: a newer version exists
             except IndexCorruptError as error:
                 damaged.append(str(error))
                 continue
@@ -85,6 +87,8 @@ class IndexLog:
                     version,
                 )
             return root
+        if not damaged:
+            raise IndexNotFoundError(f"no lakeseek index at {self.index_dir} (its log was emptied meanwhile)")
         raise IndexCorruptError(
             f"every entry of the index log {self.log_dir} is damaged ({damaged[0]}): "
             "delete the index and create it again"
@@ -96,7 +100,7 @@ class IndexLog:
         for version in self.versions():
             try:
                 found[version] = self.read(version)
-            except IndexCorruptError:
+            except (IndexCorruptError, IndexNotFoundError):  # damaged, or vacuumed since the listing
                 continue
         return found
 
@@ -108,6 +112,8 @@ class IndexLog:
         for version in above:
             try:
                 self.read(version)
+            except IndexNotFoundError:
+                return base.version + 1  # vacuumed since the listing: a newer version exists
             except IndexCorruptError:
                 continue
             return base.version + 1
@@ -136,7 +142,7 @@ class IndexLog:
                 continue
             try:
                 root, body = self._read(version)
-            except IndexCorruptError:
+            except (IndexCorruptError, IndexNotFoundError):  # damaged, or vacuumed since the listing
                 continue
             actions = body.get("actions")
             listed = tuple(a for a in actions if isinstance(a, dict)) if isinstance(actions, list) else ()

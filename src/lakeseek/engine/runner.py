@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import pyarrow as pa
 
-from lakeseek.exceptions import SparkJobError
+from lakeseek.exceptions import InvalidArgumentError, SparkJobError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -70,7 +70,7 @@ def runner_for(engine: Engine, spark: SparkSession | None = None, progress: Prog
     if engine == "local":
         return LocalRunner()
     if engine != "spark":
-        raise ValueError(f"engine must be 'spark' or 'local', not {engine!r}")
+        raise InvalidArgumentError(f"engine must be 'spark' or 'local', not {engine!r}")
     from lakeseek.engine.session import default_session
 
     return SparkRunner(spark or default_session(), progress)

@@ -7,10 +7,15 @@ into a pyarrow filter, and the planner asks the index for candidate files.
 
 from __future__ import annotations
 
+import datetime as dt
+import numbers
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+
+from lakeseek.exceptions import PredicateTypeError
 
 
 class Predicate:
@@ -38,6 +43,30 @@ class Literal:
     kind: str
     value: Any
     type: pa.DataType | None = None
+
+
+def python_literal(value: object) -> Literal:
+    """A Python value as the SQL literal that writes it (a naive datetime is a TIMESTAMP_NTZ,
+    an aware one a TIMESTAMP)."""
+    if value is None:
+        return Literal("null", None)
+    if isinstance(value, bool):
+        return Literal("bool", value)
+    if isinstance(value, numbers.Integral):
+        return Literal("int", int(value))
+    if isinstance(value, Decimal):
+        return Literal("decimal", value)
+    if isinstance(value, numbers.Real):
+        return Literal("float", float(value))
+    if isinstance(value, str):
+        return Literal("string", value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return Literal("hex", bytes(value))
+    if isinstance(value, dt.datetime):
+        return Literal("timestamp_ntz" if value.tzinfo is None else "timestamp", value.isoformat())
+    if isinstance(value, dt.date):
+        return Literal("date", value.isoformat())
+    raise PredicateTypeError(f"{value!r} ({type(value).__name__}) is no value lakeseek compares columns with")
 
 
 @dataclass(frozen=True)

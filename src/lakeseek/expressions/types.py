@@ -278,6 +278,9 @@ def string_as(text: str, column_type: pa.DataType) -> tuple[object, pa.DataType]
         if not _INTEGER_TEXT.fullmatch(stripped):
             raise malformed()
         value = int(stripped)
+        if column_type == pa.uint64() and 0 <= value < 2**64:
+            # Spark's DECIMAL(20,0): compared exactly here, where Spark's doubles would round
+            return value, pa.uint64()
         if not -(2**63) <= value < 2**63:
             raise malformed()
         return value, pa.int64()

@@ -259,3 +259,18 @@ class SetContent(ContentAction):
 
     def describe(self) -> dict:
         return {"action": self.name, "columns": list(self.content.columns)}
+
+
+@dataclass(frozen=True)
+class CancelOperations(Action):
+    """Operations cancelled. The root is unchanged: the commit orders the cancel among the
+    operations' own commits (see :func:`lakeseek.operations.vacuum.cancel_operations`)."""
+
+    name: ClassVar[str] = "cancel_operations"
+    operation_ids: tuple[str, ...]
+
+    def apply(self, root: Root) -> Root:
+        return root
+
+    def describe(self) -> dict:
+        return {"action": self.name, "operations": list(self.operation_ids)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -30,6 +31,10 @@ SCHEMA = pa.schema(
     ]
 )
 LINEAGE_DIR = "lineage"
+
+
+# Index files hold file ids as int32.
+MAX_FILE_IDS = 2**31
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,14 @@ class Lineage:
 
     def to_table(self) -> pa.Table:
         return pa.table([self.ids, self.paths, self.sizes, self.mtimes, self.versions], schema=SCHEMA)
+
+    def checked(self, next_file_id: int) -> Lineage:
+        """This lineage, if its ids are ones lakeseek could have given (distinct, below
+        ``next_file_id``); else IndexCorruptError: an index entry names its files by id."""
+        ids = np.asarray(self.ids, dtype=np.int64)
+        if len(ids) and (ids.min() < 0 or ids.max() >= next_file_id or len(np.unique(ids)) != len(ids)):
+            raise IndexCorruptError("the index's lineage has file ids it never gives (negative, repeated or too large)")
+        return self
 
 
 def write_lineage(storage: Storage, index_dir: str, operation_id: str, lineage: Lineage) -> tuple[str, int]:

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from lakeseek.exceptions import IndexCorruptError, IndexFormatError
 from lakeseek.format import values
-from lakeseek.format.lineage import Lineage, read_lineage
+from lakeseek.format.lineage import MAX_FILE_IDS, Lineage, read_lineage
 from lakeseek.format.sealed import index_path
 from lakeseek.io import Storage
 
@@ -166,11 +166,14 @@ class LineageSet:
 
     def indexed(self, storage: Storage, index_dir: str) -> Lineage:
         """The indexed files (tombstoned ones left out)."""
-        return Lineage.concat([part.read(storage, index_dir) for part in self.parts]).without(self.removed)
+        lineage = Lineage.concat([part.read(storage, index_dir) for part in self.parts])
+        return lineage.checked(self.next_file_id).without(self.removed)
 
     def recorded(self, storage: Storage, index_dir: str) -> Lineage:
         """Files a quick refresh recorded without indexing them."""
-        return Lineage.concat([]) if self.pending is None else self.pending.read(storage, index_dir)
+        if self.pending is None:
+            return Lineage.concat([])
+        return self.pending.read(storage, index_dir).checked(self.next_file_id)
 
     def to_json(self) -> dict:
         return {
@@ -183,12 +186,15 @@ class LineageSet:
     @classmethod
     def from_json(cls, raw: dict) -> LineageSet:
         pending = raw.get("pending")
-        return cls(
+        lineage = cls(
             parts=tuple(LineagePart.from_json(p) for p in raw["parts"]),
             removed=frozenset(int(i) for i in raw["removed"]),
             next_file_id=int(raw["next_file_id"]),
             pending=None if pending is None else LineagePart.from_json(pending),
         )
+        if not 0 <= lineage.next_file_id <= MAX_FILE_IDS:
+            raise ValueError("the lineage's next file id is out of range")
+        return lineage
 
 
 @dataclass(frozen=True)
@@ -266,7 +272,7 @@ class Root:
             source_version = raw.get("source_version")
             if source_version is not None and not isinstance(source_version, str):
                 raise ValueError("the root's source version is not text")
-            return cls(
+            root = cls(
                 version=int(raw["version"]),
                 operation=str(raw["operation"]),
                 timestamp_ms=int(raw["timestamp_ms"]),
@@ -280,5 +286,11 @@ class Root:
                 content=decode_content(kind, raw["index"]),
                 source_version=source_version,
             )
+            unknown = set(root.partition_columns) | set(root.columns)
+            if not unknown <= set(root.schema.names):
+                raise ValueError(
+                    f"the root names columns its schema does not have: {sorted(unknown - set(root.schema.names))}"
+                )
+            return root
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise IndexCorruptError(f"index log entry is malformed ({error!r})") from error

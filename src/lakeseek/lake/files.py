@@ -209,14 +209,27 @@ def reading_data_files(source: LakeSource, paths: Sequence[str]) -> Iterator[Non
         yield
     except (pa.ArrowInvalid, OSError) as error:
         culprit = _unreadable_file(source, paths, error)
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if culprit is None and any(sign in reason for sign in _PARQUET_DAMAGE):
+            # Every file reads whole again: one was rewritten in place while the query read it.
+            raise DataFileError(f"a data file changed while the query read it ({reason}): run it again") from error
         if culprit is None:
             raise
         location = source.shown(culprit)
         if not source.storage.is_file(source.path(culprit)):
             raise DataFileError(f"data file {location} was removed while the query read it: run it again") from error
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         reason = reason.split(source.path(culprit), 1)[-1].lstrip("': ") or reason
         raise DataFileError(f"cannot read data file {location} (not Parquet, or damaged): {reason}") from error
+
+
+# What pyarrow says of bytes that are not (or no longer) a whole Parquet file.
+_PARQUET_DAMAGE = (
+    "Parquet magic bytes",
+    "File too short",
+    "Couldn't deserialize thrift",
+    "Invalid IO range",
+    "Unexpected end of stream",
+)
 
 
 def _unreadable_file(source: LakeSource, paths: Sequence[str], error: Exception) -> str | None:

@@ -5,6 +5,7 @@ refresh) or skip (removed)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from lakeseek.format.lineage import Lineage
 from lakeseek.io import Stamp
@@ -30,10 +31,22 @@ class LakeState:
     removed: list[str]  # indexed or recorded, no longer in the lake
     recorded: list[str]  # recorded by a quick refresh, unchanged since, not indexed
 
-    @property
+    @cached_property
     def unindexed(self) -> list[str]:
         """Files the index knows nothing valid about: every query must read them."""
         return self.new + self.changed + self.recorded
+
+    @cached_property
+    def indexed_bytes(self) -> int:
+        """The bytes of the files the index vouches for (worked out once per state: planning
+        every query on a million files must not add them up again)."""
+        files = self.files
+        return sum(files[path].size for path in self.indexed.values())
+
+    @cached_property
+    def unindexed_bytes(self) -> int:
+        files = self.files
+        return sum(files[path].size for path in self.unindexed)
 
     @property
     def is_fresh(self) -> bool:

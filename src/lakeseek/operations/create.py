@@ -22,7 +22,7 @@ from lakeseek.format.root import ACTIVE, LineageSet, Root
 from lakeseek.index import Index
 from lakeseek.kinds import DEFAULT_KIND, kind_named
 from lakeseek.lake.state import compare
-from lakeseek.location import locate
+from lakeseek.location import LakeLike, locate
 from lakeseek.operations.protocol import (
     LazyRunner,
     Operation,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 
 def create_index(
-    source: str,
+    source: LakeLike,
     columns: list[str] | str,
     *,
     kind: str | None = None,
@@ -140,7 +140,7 @@ def _create(op: Operation, kind: str, config: Any, names: list[str], runner: Laz
 
 def _add_columns(op: Operation, base: Root, names: list[str], runner: LazyRunner) -> Transaction:
     location = op.location
-    require_active(base, location)
+    active = require_active(base, location)
     kind = kind_named(base.kind)
     wanted = kind.check_columns(names, base.schema, base.partition_columns)
     new = [column for column in wanted if column not in base.columns]
@@ -162,7 +162,7 @@ def _add_columns(op: Operation, base: Root, names: list[str], runner: LazyRunner
     tombstones = frozenset(lineage.ids) - set(state.indexed)
     change = kind.add_columns(op.job(base.schema, base.partition_columns, runner), base.content, new, unchanged)
     actions = change.actions + ((RemoveFiles(tombstones),) if tombstones else ())
-    requirements = (DataVersionIs(base.data_version), ColumnsAre(frozenset(base.columns)), *change.requirements)
+    requirements = (active, DataVersionIs(base.data_version), ColumnsAre(frozenset(base.columns)), *change.requirements)
     return Transaction("add columns", actions, requirements)
 
 

@@ -9,6 +9,7 @@ such form is not lakeseek's, and nothing deletes it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from lakeseek.commits.leases import LEASE_DIR, OPERATION_ID, Leases
@@ -88,5 +89,6 @@ def prune_empty_dirs(storage: Storage, index_dir: str, owners: Callable[[str], b
     for top in _PER_OPERATION:
         for name in storage.list_dirs(f"{index_dir}/{top}"):
             directory = f"{index_dir}/{top}/{name}"
-            if owners(name) and not storage.list_files(directory):
-                storage.delete_dir(directory)
+            with contextlib.suppress(FileNotFoundError):  # another cleaner removed it first
+                if owners(name) and not storage.list_files(directory):
+                    storage.delete_dir(directory)

@@ -12,6 +12,7 @@ from lakeseek.format.actions import CompactFiles, LineageStartsWith, Transaction
 from lakeseek.format.root import Root
 from lakeseek.index import Index
 from lakeseek.kinds import kind_named
+from lakeseek.location import LakeLike
 from lakeseek.operations.protocol import LazyRunner, Operation, existing, operation, require_active
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ OptimizeMode = Literal["quick", "full"]
 
 
 def optimize_index(
-    source: str,
+    source: LakeLike,
     mode: OptimizeMode = "quick",
     *,
     index: str | None = None,
@@ -54,12 +55,12 @@ def optimize_index(
 
 def _optimize(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transaction | None:
     location = op.location
-    require_active(base, location)
+    active = require_active(base, location)
     lineage = base.lineage
     job = op.job(base.schema, base.partition_columns, runner)
     change = kind_named(base.kind).optimize(job, base.content, mode, lineage.removed)
     actions = list(change.actions) if change else []
-    requirements = list(change.requirements) if change else []
+    requirements = [active, *change.requirements] if change else [active]
     if mode == "full":
         # The kind dropped the tombstoned files' entries (or held none): the lineage forgets them.
         if change is None and len(lineage.parts) == 1 and not lineage.removed:

@@ -23,19 +23,20 @@ from contextlib import contextmanager
 
 import pyarrow as pa
 
-from lakeseek.commits.leases import Lease, Leases
+from lakeseek.commits.leases import COMMIT_MARGIN_MS, Lease, Leases
 from lakeseek.commits.log import IndexLog
 from lakeseek.commits.transaction import DEFAULT_COMMIT_TRIES, Prepare, commit
 from lakeseek.engine.runner import Runner
 from lakeseek.exceptions import IndexNotFoundError, LakeseekError, OperationCancelledError, UnsupportedColumnError
 from lakeseek.expressions.binding import value_type
+from lakeseek.format.actions import Requirement, StateIs
 from lakeseek.format.lineage import Lineage, write_lineage
 from lakeseek.format.root import ACTIVE, LineagePart, Root
 from lakeseek.io import Stamp
 from lakeseek.kinds import kind_named
 from lakeseek.kinds.base import Job, OperationFiles
 from lakeseek.lake.schemas import current_partition_types, spark_schema_json, with_partition_types
-from lakeseek.location import Location, locate
+from lakeseek.location import LakeLike, Location, locate
 from lakeseek.operations.names import discard, recover
 from lakeseek.sources.base import Snapshot, merged_schema
 
@@ -89,8 +90,16 @@ class Operation:
         self.committed = root
 
     def check_lease(self) -> None:
-        if self.lease is not None and not self.leases.holds(self.lease):
+        """Before each commit, after reading the version to commit on (see cancel_operations)."""
+        if self.lease is None:
+            return
+        if not self.leases.holds(self.lease):
             raise OperationCancelledError(f"{self.what} was cancelled")
+        if now_ms() > self.lease.expires_ms - COMMIT_MARGIN_MS:
+            raise OperationCancelledError(
+                f"{self.what} ran too long to commit safely (its lease expires at {self.lease.expires_ms} ms, "
+                "after which vacuum may take its files): run it again"
+            )
 
     def lineage_part(self, lineage: Lineage, inline_files: int) -> LineagePart:
         """A lineage part: inline while the root's inline lineage stays small, else a manifest."""
@@ -111,6 +120,13 @@ def operation(location: Location, name: str, commit_tries: int = DEFAULT_COMMIT_
     op.lease = op.leases.acquire(op.id, name)
     try:
         yield op
+    except OperationCancelledError:
+        raise
+    except Exception as error:
+        # A cancel deletes what the operation wrote, which it may have been reading (a spill file).
+        if op.committed is None and not op.leases.holds(op.lease):
+            raise OperationCancelledError(f"{op.what} was cancelled") from error
+        raise
     finally:
         # Only this operation's commit can reference its files: no need to read the log.
         discard(location, op.id, referenced=op.committed.referenced_paths() if op.committed else set())
@@ -132,7 +148,7 @@ class LazyRunner:
 
 
 def existing(
-    source: str, index: str | None, name: str | None, storage_options: Mapping[str, object] | None
+    source: LakeLike, index: str | None, name: str | None, storage_options: Mapping[str, object] | None
 ) -> Location:
     location = locate(source, index, name, storage_options=storage_options)
     location.require_lake()
@@ -141,9 +157,12 @@ def existing(
     return location
 
 
-def require_active(root: Root, location: Location) -> None:
+def require_active(root: Root, location: Location) -> Requirement:
+    """Refuse an index that is not active; the requirement that it still is when the work
+    commits (a delete may commit first)."""
     if root.state != ACTIVE:
         raise LakeseekError(f"index '{location.name}' is {root.state}: restore it first")
+    return StateIs(ACTIVE)
 
 
 def lake_snapshot(location: Location) -> Snapshot:

@@ -20,12 +20,15 @@ from lakeseek.format.actions import (
     SetContent,
     SetSchema,
     SetSourceVersion,
+    StateIs,
     Transaction,
 )
-from lakeseek.format.root import Root
+from lakeseek.format.lineage import MAX_FILE_IDS
+from lakeseek.format.root import ACTIVE, Root
 from lakeseek.index import Index
 from lakeseek.kinds import kind_named
 from lakeseek.lake.state import compare
+from lakeseek.location import LakeLike
 from lakeseek.operations.protocol import (
     LazyRunner,
     Operation,
@@ -51,7 +54,7 @@ logger = logging.getLogger("lakeseek")
 
 
 def refresh_index(
-    source: str,
+    source: LakeLike,
     mode: RefreshMode = "incremental",
     *,
     index: str | None = None,
@@ -85,7 +88,7 @@ def refresh_index(
 
 def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transaction | None:
     location = op.location
-    require_active(base, location)
+    active = require_active(base, location)
     snapshot = lake_snapshot(location)
     files = snapshot.files
     if mode == "full":  # reads nothing of the old index: it repairs damaged index files too
@@ -93,7 +96,7 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
     lineage = base.lineage.indexed(location.storage, location.index_dir)
     pending = base.lineage.recorded(location.storage, location.index_dir)
     state = compare(lineage, files, pending)
-    requirements = (DataVersionIs(base.data_version), ColumnsAre(frozenset(base.columns)))
+    requirements = (active, DataVersionIs(base.data_version), ColumnsAre(frozenset(base.columns)))
     if state.is_fresh:
         if snapshot.version == base.source_version:
             return None
@@ -109,6 +112,8 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
         else:
             ids.append(next_id)
             next_id += 1
+    if next_id > MAX_FILE_IDS:  # ids are never reused: a full refresh numbers the files anew
+        return _rebuild(op, base, snapshot, runner)
     changed = stamped(ids, state.unindexed, files)
     inline_budget = base.lineage.inline_files - base.lineage.pending_files
     part = op.lineage_part(changed, inline_budget) if len(changed) else None
@@ -151,4 +156,4 @@ def _rebuild(op: Operation, base: Root, snapshot: Snapshot, runner: LazyRunner) 
         SetSchema(schema, spark_schema),
         SetSourceVersion(snapshot.version),
     )
-    return Transaction("refresh full", actions, (ColumnsAre(frozenset(base.columns)),))
+    return Transaction("refresh full", actions, (StateIs(ACTIVE), ColumnsAre(frozenset(base.columns))))

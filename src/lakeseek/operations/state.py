@@ -9,12 +9,12 @@ from lakeseek.exceptions import LakeseekError
 from lakeseek.format.actions import SetState, StateIs, Transaction
 from lakeseek.format.root import ACTIVE, DELETED, Root
 from lakeseek.index import Index
-from lakeseek.location import Location
+from lakeseek.location import LakeLike, Location
 from lakeseek.operations.protocol import existing, operation
 
 
 def delete_index(
-    source: str,
+    source: LakeLike,
     *,
     index: str | None = None,
     name: str | None = None,
@@ -26,7 +26,7 @@ def delete_index(
 
 
 def restore_index(
-    source: str,
+    source: LakeLike,
     *,
     index: str | None = None,
     name: str | None = None,

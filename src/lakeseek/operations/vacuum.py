@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lakeseek.commits.leases import Lease, Leases
 from lakeseek.commits.log import IndexLog
-from lakeseek.exceptions import IndexNotFoundError
+from lakeseek.commits.transaction import commit
+from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError, InvalidArgumentError
+from lakeseek.format.actions import CancelOperations, Transaction
+from lakeseek.location import LakeLike
 from lakeseek.operations.names import (
     discard,
     is_lease,
@@ -34,7 +38,7 @@ class VacuumResult:
 
 
 def vacuum_index(
-    source: str,
+    source: LakeLike,
     *,
     index: str | None = None,
     name: str | None = None,
@@ -47,6 +51,9 @@ def vacuum_index(
     readers that opened a version within the retention keep working. Files written by a
     live operation (its lease) are kept; those of crashed or cancelled ones are removed.
     """
+    number = isinstance(retention_hours, int | float) and not isinstance(retention_hours, bool)
+    if not number or not 0 <= retention_hours < float("inf"):
+        raise InvalidArgumentError(f"retention_hours must be a number of hours, 0 or more, not {retention_hours!r}")
     location = existing(source, index, name, storage_options)
     storage, index_dir = location.storage, location.index_dir
     log = IndexLog(storage, index_dir)
@@ -64,8 +71,10 @@ def vacuum_index(
     readable = sorted(roots)
     cutoff_ms = now_ms() - retention_hours * 3600 * 1000
     retained = [readable[-1]]
-    for version in reversed(readable[:-1]):
-        if roots[version].timestamp_ms < cutoff_ms:
+    # A version is opened while it is the latest: its readers are safe until the retention
+    # has passed since the version after it was committed.
+    for version, successor in zip(reversed(readable[:-1]), reversed(readable[1:]), strict=True):
+        if roots[successor].timestamp_ms < cutoff_ms:
             break
         retained.append(version)
     referenced = set().union(*(roots[v].referenced_paths() for v in retained))
@@ -93,7 +102,7 @@ def vacuum_index(
 
 
 def cancel_operations(
-    source: str,
+    source: LakeLike,
     *,
     index: str | None = None,
     name: str | None = None,
@@ -101,12 +110,33 @@ def cancel_operations(
 ) -> list[Lease]:
     """Cancel every running or crashed operation on the index and delete what it wrote.
 
-    A cancelled operation that is still running finds its lease gone and does not commit.
+    The leases go first, then a ``cancel`` version is committed, then the files. An operation
+    checks its lease after reading the version it commits on, just before committing: one that
+    commits after the cancel version read it, so it finds its lease gone and does not commit;
+    one that committed before is in the log, and the files its versions reference stay.
     """
     location = existing(source, index, name, storage_options)
     leases = Leases(location.storage, location.index_dir)
     cancelled = leases.all()
+    if not cancelled:
+        return []
     for lease in cancelled:
-        discard(location, lease.operation_id)
         leases.release(lease.operation_id)
+    ids = tuple(lease.operation_id for lease in cancelled)
+    try:
+        commit(
+            IndexLog(location.storage, location.index_dir),
+            lambda latest: Transaction("cancel", (CancelOperations(ids),)),
+            what=f"cancel on index '{location.name}'",
+            owner=uuid.uuid4().hex,
+        )
+    except IndexNotFoundError:
+        # No version yet, so nothing to order the cancel with: a create that checked its lease
+        # before it went may still commit its files. A cancelled one removes them itself,
+        # and vacuum those of one that died.
+        return cancelled
+    except IndexCorruptError:
+        pass  # no version reads whole: no operation can commit on this log either
+    for operation_id in ids:
+        discard(location, operation_id)
     return cancelled

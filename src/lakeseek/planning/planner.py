@@ -22,7 +22,6 @@ from lakeseek.expressions import And, ColumnComparison, Comparison, Constant, In
 from lakeseek.expressions.binding import value_type
 from lakeseek.expressions.rounding import domain, float_bounds
 from lakeseek.expressions.types import is_text
-from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
 from lakeseek.kinds.base import LOCATION_SHIFT, Condition, KindReader, Lookup, Pattern, Range, Values
 from lakeseek.lake.state import LakeState
@@ -57,18 +56,13 @@ class _Either:
 class Planner:
     """Plans predicates against one index version and one state of the lake."""
 
-    def __init__(
-        self, reader: KindReader, root: Root, indexed: Lineage, state: LakeState, served: set[str] | None = None
-    ) -> None:
+    def __init__(self, reader: KindReader, root: Root, state: LakeState, served: set[str] | None = None) -> None:
         self.reader = reader
         self.root = root
         self.state = state
         self.served = served  # indexed columns the index answers for (None: all; see Index.serves)
-        live = set(state.indexed)
-        sizes = [size for file_id, size in zip(indexed.ids, indexed.sizes, strict=True) if file_id in live]
-        self.lake = LakeSize(len(sizes), sum(sizes))
-        unindexed = state.unindexed
-        self.unindexed = LakeSize(len(unindexed), sum(state.files[p][0] for p in unindexed))
+        self.lake = LakeSize(len(state.indexed), state.indexed_bytes)
+        self.unindexed = LakeSize(len(state.unindexed), state.unindexed_bytes)
         self.notes: list[str] = []
 
     def plan(self, predicate: Predicate) -> Plan:
@@ -296,11 +290,10 @@ def plan(
     predicate: Predicate,
     reader: KindReader,
     root: Root,
-    indexed: Lineage,
     state: LakeState,
     served: set[str] | None = None,
 ) -> Plan:
-    return Planner(reader, root, indexed, state, served).plan(predicate)
+    return Planner(reader, root, state, served).plan(predicate)
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -11,8 +11,10 @@ first source (:mod:`lakeseek.sources.directory`); another is a module here and o
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -20,6 +22,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from lakeseek.engine.runner import Runner
+from lakeseek.exceptions import LakeMetadataError, LakeseekError, UnsupportedLakeError
 from lakeseek.format import values
 from lakeseek.io import Stamp, Storage
 from lakeseek.lake.files import distinct_schemas, open_files
@@ -51,9 +54,9 @@ class LakeAddress:
     def open(self) -> LakeSource:
         """The lake, as the same source (a LakeseekError when this process does not know it:
         the module that registers it must be imported here too)."""
-        from lakeseek.sources import open_source
+        from lakeseek.sources import open_lake
 
-        return open_source(self.uri, self.options, source_format=self.source)
+        return open_lake(self.uri, self.options, source_format=self.source)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,15 @@ class LakeSchema:
     schema: pa.Schema
     spark_schema: str
     partition_columns: tuple[str, ...]
+
+    @classmethod
+    def of(cls, schema: pa.Schema, partition_columns: Sequence[str] = ()) -> LakeSchema:
+        """The lake's schema with Spark's type for each column."""
+        columns = tuple(partition_columns)
+        return cls(schema, spark_schema_json(schema, columns, pa.schema([]), _EMPTY_SPARK_SCHEMA), columns)
+
+
+DEFAULT_HOME = "_lakeseek"
 
 
 class LakeSource(ABC):
@@ -91,7 +103,7 @@ class LakeSource(ABC):
     # -- where ----------------------------------------------------------------------------------
     @property
     def uri(self) -> str:
-        """The lake's URI: :func:`lakeseek.sources.open_source` of it gives this source back
+        """The lake's URI: :func:`lakeseek.sources.open_lake` of it gives this source back
         (build tasks open the lake so, wherever they run)."""
         return self.storage.uri(self.root)
 
@@ -104,6 +116,13 @@ class LakeSource(ABC):
     def shown_root(self) -> str:
         """The lake as people see it: a local path, or a URI."""
         return self.root if self.storage.is_local else self.uri
+
+    @property
+    def default_home(self) -> str:
+        """Where the lake's indexes live unless told: a hidden directory of the lake, which
+        Spark, Trino, DuckDB and the table formats' own cleaners (Delta's and Iceberg's
+        orphan-file removal skip hidden paths) leave alone."""
+        return f"{self.root}/{DEFAULT_HOME}"
 
     def path(self, file: str) -> str:
         """A data file's storage path."""
@@ -160,8 +179,7 @@ class LakeSource(ABC):
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The lake's schema when an index of ``files`` is created: by default every file's
         schema merged (:mod:`lakeseek.lake.schemas`), without partition columns."""
-        schema = merged_schema(self, runner, pa.schema([]), (), files)
-        return LakeSchema(schema, spark_schema_json(schema, (), schema, _EMPTY_SPARK_SCHEMA), ())
+        return LakeSchema.of(merged_schema(self, runner, pa.schema([]), (), files))
 
     def dataset(
         self,
@@ -207,3 +225,29 @@ def merged_schema(
 def _schemas_task(lake: LakeAddress, sizes: dict[str, int]) -> list[dict]:
     found = distinct_schemas(lake.open(), list(sizes), sizes)
     return [{"path": path, "schema": values.serialize_schema(schema)} for path, schema in found]
+
+
+# -- table formats, read by their own libraries ---------------------------------------------------
+def table_library(source: LakeSource, module: str, title: str):
+    """The package a table format is read with (its extra is the source's name), or an error
+    saying how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise UnsupportedLakeError(
+            f"{source.shown_root} is {title} table: reading it needs the {module.split('.')[0]} package "
+            f"(pip install 'lakeseek[{source.name}]')"
+        ) from error
+
+
+@contextlib.contextmanager
+def table_errors(source: LakeSource, *errors: type[BaseException]) -> Iterator[None]:
+    """The table format library's ``errors`` while it reads the table, as one-line lakeseek errors."""
+    try:
+        yield
+    except LakeseekError:
+        raise
+    except errors as error:
+        text = str(error).strip()
+        detail = text.splitlines()[0] if text else type(error).__name__
+        raise LakeMetadataError(f"cannot read the {source.name} table {source.shown_root}: {detail}") from error

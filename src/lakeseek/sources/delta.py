@@ -18,17 +18,17 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 
 from lakeseek.engine.runner import Runner
-from lakeseek.exceptions import LakeNotFoundError, UnsupportedLakeError
+from lakeseek.exceptions import LakeMetadataError, LakeNotFoundError, UnsupportedLakeError
 from lakeseek.io import Stamp, Storage
 from lakeseek.lake.files import plain_schema
-from lakeseek.lake.schemas import spark_schema_json
 from lakeseek.lake.state import Changes
-from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot
+from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, table_errors, table_library
 from lakeseek.sources.partitions import partition_value, values_expression
 
 LOG = "_delta_log"
@@ -49,27 +49,24 @@ class DeltaSource(LakeSource):
 
     # -- the table ----------------------------------------------------------------------------
     def _table(self):
-        try:
-            from deltalake import DeltaTable
-            from deltalake.exceptions import TableNotFoundError
-        except ImportError as error:
-            raise UnsupportedLakeError(
-                f"{self.shown_root} is a Delta Lake table: reading it needs the deltalake package "
-                "(pip install 'lakeseek[delta]')"
-            ) from error
-
+        deltalake = table_library(self, "deltalake", "a Delta Lake")
         location = self.root if self.storage.is_local else self.uri
         options = dict(getattr(self.storage, "object_store_config", {}))
         try:
-            return DeltaTable(location, storage_options=options or None)
-        except TableNotFoundError as error:
+            return deltalake.DeltaTable(location, storage_options=options or None)
+        except deltalake.exceptions.TableNotFoundError as error:
             raise LakeNotFoundError(f"no Delta table at {self.shown_root}: {error}") from error
 
+    def _reading(self):
+        return table_errors(self, table_library(self, "deltalake.exceptions", "a Delta Lake").DeltaError, OSError)
+
     def snapshot(self, *, exclude: str | None = None) -> Snapshot:
-        table = self._table()
-        self._refuse_what_is_not_read(table)
-        actions = pa.table(table.get_add_actions(flatten=True))
-        paths = actions.column("path").to_pylist()
+        with self._reading():
+            table = self._table()
+            self._refuse_what_is_not_read(table)
+            actions = pa.table(table.get_add_actions(flatten=True))
+            version = str(table.version())
+        paths = [self._relative(path) for path in actions.column("path").to_pylist()]
         sizes = actions.column("size_bytes").to_pylist()
         mtimes = actions.column("modification_time").to_pylist()  # milliseconds
         # Delta never rewrites a data file in place: path, size and time are its identity.
@@ -79,7 +76,17 @@ class DeltaSource(LakeSource):
         columns = [name for name in actions.column_names if name.startswith("partition.")]
         raw = {name.removeprefix("partition."): actions.column(name).to_pylist() for name in columns}
         self._partitions = {path: {name: values[n] for name, values in raw.items()} for n, path in enumerate(paths)}
-        return Snapshot(files, str(table.version()))
+        return Snapshot(files, version)
+
+    def _relative(self, path: str) -> str:
+        """A data file's path below the root, from the log's form of it: a URI reference,
+        percent-encoded (over a Hive partition path that escapes its values once already)."""
+        if "://" in path or path.startswith("/"):
+            raise UnsupportedLakeError(
+                f"Delta table {self.shown_root} names data file {path} by an absolute path (a shallow clone?): "
+                "lakeseek reads only tables whose files are below their root"
+            )
+        return unquote(path)
 
     def _refuse_what_is_not_read(self, table) -> None:
         mode = (table.metadata().configuration or {}).get("delta.columnMapping.mode", "none")
@@ -117,11 +124,16 @@ class DeltaSource(LakeSource):
             except FileNotFoundError:
                 return None  # cleaned up after a checkpoint: the stamps tell
             for line in commit.splitlines():
-                action = json.loads(line) if line.strip() else {}
+                try:
+                    action = json.loads(line) if line.strip() else {}
+                except ValueError as error:
+                    raise LakeMetadataError(
+                        f"cannot read the delta table {self.shown_root}: commit {version} is not JSON lines"
+                    ) from error
                 if "add" in action:
-                    added.add(action["add"]["path"])
+                    added.add(self._relative(action["add"]["path"]))
                 elif "remove" in action:
-                    removed.add(action["remove"]["path"])
+                    removed.add(self._relative(action["remove"]["path"]))
         return Changes(frozenset(added), frozenset(removed))
 
     # -- what the files hold -----------------------------------------------------------------------
@@ -139,15 +151,12 @@ class DeltaSource(LakeSource):
 
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The table's schema, its partition columns last (as Spark reads a Delta table)."""
-        table = self._table()
-        schema = plain_schema(pa.schema(table.schema().to_arrow()))
-        partition_columns = tuple(table.metadata().partition_columns)
+        with self._reading():
+            table = self._table()
+            schema = plain_schema(pa.schema(table.schema().to_arrow()))
+            partition_columns = tuple(table.metadata().partition_columns)
         data = [field for field in schema if field.name not in partition_columns]
-        ordered = pa.schema(data + [schema.field(name) for name in partition_columns])
-        empty = '{"type": "struct", "fields": []}'
-        return LakeSchema(
-            ordered, spark_schema_json(ordered, partition_columns, pa.schema([]), empty), partition_columns
-        )
+        return LakeSchema.of(pa.schema(data + [schema.field(name) for name in partition_columns]), partition_columns)
 
 
 @lru_cache(maxsize=4096)

@@ -20,7 +20,6 @@ from lakeseek.exceptions import LakeNotFoundError
 from lakeseek.io import Stamp
 from lakeseek.lake.datetimes import spark_arrow_schema
 from lakeseek.lake.files import open_data_file, plain_schema
-from lakeseek.lake.schemas import spark_schema_json
 from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, merged_schema
 from lakeseek.sources.partitions import (
     infer_partition_types,
@@ -91,8 +90,7 @@ class DirectorySource(LakeSource):
         types = infer_partition_types(files, partition_columns)
         partitions = [pa.field(name, types.get(name, pa.string())) for name in partition_columns]
         schema = merged_schema(self, runner, pa.schema(data + partitions), partition_columns, files)
-        empty = '{"type": "struct", "fields": []}'
-        return LakeSchema(schema, spark_schema_json(schema, partition_columns, pa.schema([]), empty), partition_columns)
+        return LakeSchema.of(schema, partition_columns)
 
 
 @lru_cache(maxsize=4096)

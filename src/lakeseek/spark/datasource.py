@@ -42,6 +42,7 @@ from pyspark.sql.types import StructField, StructType
 from lakeseek.exceptions import LakeseekError
 from lakeseek.index import Index, open_index
 from lakeseek.planning import Plan
+from lakeseek.sources import open_lake
 from lakeseek.spark.dataframes import spark_schema
 from lakeseek.spark.filters import Pushed, conjunction, usable
 from lakeseek.spark.scan import (
@@ -131,13 +132,9 @@ def open_source_index(options: Mapping[str, str]) -> Index:
         )
     try:
         # "once": a scan lists the lake once, and plans and sizes its files from that listing.
-        return open_index(
-            path,
-            index=read_option(options, "index"),
-            name=read_option(options, "name"),
-            lake_listing="once",
-            storage_options=storage_options(options),
-        )
+        lake = open_lake(path, storage_options(options), source_format=read_option(options, "source_format"))
+        index, name = read_option(options, "index"), read_option(options, "name")
+        return open_index(lake, index=index, name=name, lake_listing="once")
     except LakeseekError as error:
         raise type(error)(f"lakeseek data source over {path}: {error}") from error
 

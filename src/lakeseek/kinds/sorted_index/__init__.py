@@ -126,7 +126,9 @@ class SortedKind(IndexKind):
             if path in known:
                 blooms[path] = known[path]
                 continue
-            footer = read_footer(files.storage, f"{files.index_dir}/{path}", info, column.key_type)
+            footer = read_footer(
+                files.storage, f"{files.index_dir}/{path}", info, column.key_type, content.config.row_groups
+            )
             if footer.bloom is not None:
                 blooms[path] = footer.bloom.to_bytes()
         return dataclasses.replace(content, increment_filters=write_filters(files, blooms))

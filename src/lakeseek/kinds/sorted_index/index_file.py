@@ -86,7 +86,9 @@ class IndexFileInfo:
 
     @classmethod
     def from_json(cls, raw: dict, key_type: pa.DataType) -> IndexFileInfo:
-        return cls(
+        """The entry, checked for what lakeseek never writes (ValueError): a footer outside
+        the file, no chunk, a range whose minimum is above its maximum."""
+        info = cls(
             path=index_path(raw["path"]),
             min=values.decode(raw["min"], key_type),
             max=values.decode(raw["max"], key_type),
@@ -100,6 +102,12 @@ class IndexFileInfo:
             keys=None if raw.get("keys") is None else int(raw["keys"]),
             chunk_files=None if raw.get("chunk_files") is None else int(raw["chunk_files"]),
         )
+        footer_in_file = info.footer_length > 0 and info.footer_offset == info.size - 8 - info.footer_length >= 4
+        if not footer_in_file or info.entries < 1 or not 1 <= info.chunks <= info.entries:
+            raise ValueError(f"index file {info.path} has an impossible footer, entry count or chunk count")
+        if sort_key(info.min) > sort_key(info.max):
+            raise ValueError(f"index file {info.path} has its minimum above its maximum")
+        return info
 
 
 # -- writing -----------------------------------------------------------------------------
@@ -286,8 +294,11 @@ class IndexFileFooter:
         return [sort_key(value) for value in self.chunk_min]
 
 
-def read_footer(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.DataType) -> IndexFileFooter:
-    """Read and check an index file's footer with one exact ranged read."""
+def read_footer(
+    storage: Storage, path: str, info: IndexFileInfo, key_type: pa.DataType, row_groups: bool
+) -> IndexFileFooter:
+    """Read and check an index file's footer with one exact ranged read: its checksum, and that
+    it describes the file the root says (entries, chunks, columns)."""
     try:
         tail = storage.read_range(path, info.footer_offset, info.footer_length + 8)
     except FileNotFoundError as error:
@@ -301,8 +312,10 @@ def read_footer(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.D
         bloom = None if bloom_text is None else BloomFilter.from_bytes(base64.b64decode(bloom_text))
     except (pa.ArrowException, OSError, KeyError, ValueError, TypeError) as error:
         raise IndexCorruptError(f"index file {path} has an unreadable footer") from error
-    if len(ranges) != metadata.num_row_groups:
-        raise IndexCorruptError(f"index file {path} has an inconsistent footer")
+    columns = entry_schema(key_type, row_groups).names
+    described = (metadata.num_row_groups, metadata.num_rows, metadata.schema.names)
+    if len(ranges) != metadata.num_row_groups or described != (info.chunks, info.entries, columns):
+        raise IndexCorruptError(f"index file {path} has a footer inconsistent with the index's root")
     return IndexFileFooter(
         metadata=metadata,
         chunk_min=[values.decode(low, key_type) for low, _ in ranges],

@@ -176,7 +176,7 @@ class SortedReader(KindReader):
         for column in self.content.indexes.values():
             for info in column.files:
                 try:
-                    read_footer(self.storage, self._path(info), info, column.key_type)
+                    read_footer(self.storage, self._path(info), info, column.key_type, self.row_groups)
                 except IndexCorruptError as error:
                     found.append(f"{error}: queries on '{column.name}' read every file; {REPAIR}")
         filters = self.content.increment_filters
@@ -289,7 +289,7 @@ class SortedReader(KindReader):
     def _footer(self, index: ColumnIndex, info: IndexFileInfo) -> IndexFileFooter:
         footer = self._footers.get(info.path)
         if footer is None:
-            footer = read_footer(self.storage, self._path(info), info, index.key_type)
+            footer = read_footer(self.storage, self._path(info), info, index.key_type, self.row_groups)
             self._footers[info.path] = footer
         return footer
 

@@ -1,0 +1,85 @@
+"""An Apache Hudi copy-on-write table (a location holding ``.hoodie/``) as a
+lake source.
+
+The lake is the base file of each file group's latest slice, as the ``hudi`` package
+(hudi-rs) reads the timeline, not a listing of the location (which holds every older base
+file too). The version is the latest completed instant: checking it costs one LIST of
+``.hoodie/`` after the instant an index recorded. Hudi keeps partition columns in its base
+files, so the lake has no partition columns of its own; its ``_hoodie_*`` meta columns are
+read like any other, as Spark's Parquet reader reads them.
+
+Not read yet, and refused rather than read wrong: merge-on-read tables whose slices have log
+files (their rows are the base file merged with the logs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+import pyarrow as pa
+
+from lakeseek.engine.runner import Runner
+from lakeseek.exceptions import LakeNotFoundError, UnsupportedLakeError
+from lakeseek.io import Stamp, Storage
+from lakeseek.lake.files import plain_schema
+from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, table_errors, table_library
+
+TIMELINE = ".hoodie"
+# A completed instant: <instant time>.<action>, without the .requested and .inflight suffixes.
+_COMPLETED = re.compile(r"([0-9]{8,})\.(commit|replacecommit|deltacommit)")
+
+
+def is_hudi(storage: Storage, root: str) -> bool:
+    # A LIST, like the other sources' checks, rather than a HEAD of hoodie.properties: opening
+    # a lake on an object store then makes no HEAD at all.
+    return storage.is_dir(f"{root}/{TIMELINE}")
+
+
+class HudiSource(LakeSource):
+    name = "hudi"
+
+    @property
+    def default_home(self) -> str:
+        # hudi-rs reads every top-level directory but the table formats' own (.hoodie,
+        # _delta_log, metadata) as a partition, _lakeseek included; Hudi's writers and cleaners
+        # touch only their own files under .hoodie.
+        return f"{self.root}/{TIMELINE}/lakeseek"
+
+    def version(self, known: str | None = None) -> str | None:
+        """The latest completed instant time."""
+        start_after = None if known is None else f"{self.root}/{TIMELINE}/{known}"
+        latest = known
+        for status in self.storage.list_files(f"{self.root}/{TIMELINE}", recursive=False, start_after=start_after):
+            found = _COMPLETED.fullmatch(status.path.rsplit("/", 1)[-1])
+            if found and (latest is None or found[1] > latest):
+                latest = found[1]
+        if latest is None:
+            raise LakeNotFoundError(f"no Hudi table at {self.shown_root}: its timeline holds no completed commit")
+        return latest
+
+    def _table(self):
+        hudi = table_library(self, "hudi", "an Apache Hudi")
+        builder = hudi.HudiTableBuilder.from_base_uri(self.root if self.storage.is_local else self.uri)
+        options = dict(getattr(self.storage, "object_store_config", {}))
+        return (builder.with_storage_options(options) if options else builder).build()
+
+    def snapshot(self, *, exclude: str | None = None) -> Snapshot:
+        version = self.version()
+        with table_errors(self, Exception):  # hudi-rs's HudiCoreError is not importable
+            slices = self._table().get_file_slices()
+        files = {}
+        for file_slice in slices:
+            if file_slice.has_log_files():
+                raise UnsupportedLakeError(
+                    f"Hudi table {self.shown_root} has log files (merge-on-read): lakeseek does not read them yet "
+                    "(a compaction writes them into base files)"
+                )
+            # A base file is written once: path and size are its identity.
+            files[file_slice.base_file_relative_path()] = Stamp(file_slice.base_file_size, 0, "")
+        return Snapshot(files, version)
+
+    def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
+        """The table's schema, its ``_hoodie_*`` meta columns included."""
+        with table_errors(self, Exception):
+            return LakeSchema.of(plain_schema(pa.schema(self._table().get_schema())))

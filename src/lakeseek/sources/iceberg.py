@@ -1,0 +1,123 @@
+"""An Apache Iceberg table (a location holding ``metadata/*.metadata.json``) as a lake source.
+
+The lake is the data files of the table's current snapshot, planned by ``pyiceberg`` from the
+newest metadata file, not a listing of the location (which also holds files the table
+removed). The version is the newest metadata file's name: checking it costs one small read
+(``metadata/version-hint.text``, where a Hadoop-style table keeps one) or one LIST of
+``metadata/`` after the name an index recorded. Iceberg writes every column, partition source
+columns included, into its data files, so the lake has no partition columns of its own.
+
+Not read yet, and refused rather than read wrong: delete files (merge-on-read deletes) and
+columns renamed since files were written (Iceberg matches columns by id, Parquet readers by
+name).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from lakeseek.engine.runner import Runner
+from lakeseek.exceptions import LakeNotFoundError, UnsupportedLakeError
+from lakeseek.io import Stamp, Storage
+from lakeseek.lake.files import plain_schema
+from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, table_errors, table_library
+
+METADATA = "metadata"
+HINT = "version-hint.text"
+# pyiceberg's errors have no common base (a damaged metadata file raises its ValidationError).
+_LIBRARY_ERRORS = (Exception,)
+_NUMBERED = re.compile(r"(?:v([0-9]+)|([0-9]+)-[0-9a-fA-F-]+)\.metadata\.json")
+
+
+def is_iceberg(storage: Storage, root: str) -> bool:
+    return any(_NUMBERED.fullmatch(status.path.rsplit("/", 1)[-1]) for status in _metadata_files(storage, root))
+
+
+def _metadata_files(storage: Storage, root: str, start_after: str | None = None):
+    return storage.list_files(f"{root}/{METADATA}", recursive=False, start_after=start_after)
+
+
+def _number(name: str) -> int:
+    found = _NUMBERED.fullmatch(name)
+    return int(found[1] or found[2]) if found else -1
+
+
+class IcebergSource(LakeSource):
+    name = "iceberg"
+
+    # -- the table ----------------------------------------------------------------------------
+    def version(self, known: str | None = None) -> str | None:
+        """The newest metadata file's name (``version-hint.text`` where the table keeps one)."""
+        try:
+            hint = self.storage.read(f"{self.root}/{METADATA}/{HINT}").decode().strip()
+            names = [f"v{hint}.metadata.json"] if hint.isdigit() else []
+        except FileNotFoundError:
+            # Sequence-numbered names sort in their order: only the names past ``known`` are listed.
+            start = None if known is None or known.startswith("v") else f"{self.root}/{METADATA}/{known}"
+            names = [status.path.rsplit("/", 1)[-1] for status in _metadata_files(self.storage, self.root, start)]
+            names = [name for name in names if _NUMBERED.fullmatch(name)] + ([known] if known else [])
+        if not names:
+            raise LakeNotFoundError(f"no Iceberg table at {self.shown_root}: no metadata file")
+        return max(names, key=_number)
+
+    def _table(self, metadata: str):
+        tables = table_library(self, "pyiceberg.table", "an Apache Iceberg")
+        uri = self.storage.uri(f"{self.root}/{METADATA}/{metadata}")
+        return tables.StaticTable.from_metadata(uri, _io_properties(self))
+
+    def snapshot(self, *, exclude: str | None = None) -> Snapshot:
+        metadata = self.version()
+        with table_errors(self, *_LIBRARY_ERRORS):
+            table = self._table(metadata)
+            self._refuse_renamed_columns(table)
+            tasks = list(table.scan().plan_files())
+        location = table.location().rstrip("/")
+        files = {}
+        for task in tasks:
+            if task.delete_files:
+                raise UnsupportedLakeError(
+                    f"Iceberg table {self.shown_root} has delete files (merge-on-read deletes): lakeseek does not "
+                    "read them yet (rewriting the data files, e.g. with Spark's rewrite_data_files, removes them)"
+                )
+            path = task.file.file_path
+            if not path.startswith(f"{location}/"):
+                raise UnsupportedLakeError(
+                    f"Iceberg table {self.shown_root} holds data file {path} outside its location"
+                )
+            # Iceberg never rewrites a data file in place: path and size are its identity.
+            files[path[len(location) + 1 :]] = Stamp(task.file.file_size_in_bytes, 0, "")
+        return Snapshot(files, metadata)
+
+    def _refuse_renamed_columns(self, table) -> None:
+        current = {field.field_id: field.name for field in table.schema().fields}
+        for schema in table.metadata.schemas:
+            for field in schema.fields:
+                if field.field_id in current and current[field.field_id] != field.name:
+                    raise UnsupportedLakeError(
+                        f"Iceberg table {self.shown_root} renamed column {field.name!r} to "
+                        f"{current[field.field_id]!r}: lakeseek reads columns by name and does not follow renames yet"
+                    )
+
+    def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
+        """The table's schema (its columns by name; Iceberg's field ids are not kept)."""
+        metadata = self.version()
+        with table_errors(self, *_LIBRARY_ERRORS):
+            return LakeSchema.of(plain_schema(self._table(metadata).schema().as_arrow()))
+
+
+def _io_properties(source: LakeSource) -> dict[str, str]:
+    """pyiceberg's FileIO settings for the lake's object store: the store's own settings
+    (:mod:`lakeseek.io`), under pyiceberg's names for them."""
+    config = getattr(source.storage, "object_store_config", {})
+    names = {
+        "aws_access_key_id": "s3.access-key-id",
+        "aws_secret_access_key": "s3.secret-access-key",
+        "aws_session_token": "s3.session-token",
+        "aws_region": "s3.region",
+        "aws_endpoint": "s3.endpoint",
+        "azure_storage_account_name": "adls.account-name",
+        "azure_storage_account_key": "adls.account-key",
+        "azure_storage_sas_token": "adls.sas-token",
+    }
+    return {names[key]: value for key, value in config.items() if key in names}

@@ -1,0 +1,202 @@
+"""Apache Iceberg tables (written by pyiceberg) and Apache Hudi copy-on-write tables (written by
+hand as Hudi lays them out: nothing on PyPI writes Hudi without Spark's Hudi bundle) as lake
+sources. Every answer is compared with the table as its own library reads it (DuckDB over that
+Arrow table), before and after the table changes under the index."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import lakeseek
+from lakeseek.io import counting
+
+WHERES = ["id = 7", "id = 1234", "id IN (3, 40, 77)", "name = 'n-3'", "name IS NULL", "id >= 30 AND id < 45"]
+
+
+def _rows(first: int, count: int) -> pa.Table:
+    numbers = range(first, first + count)
+    return pa.table(
+        {
+            "id": pa.array(numbers, pa.int64()),
+            "name": pa.array([None if n % 11 == 0 else f"n-{n % 17}" for n in numbers], pa.string()),
+            "region": pa.array([["eu", "us", "ap"][n % 3] for n in numbers], pa.string()),
+        }
+    )
+
+
+def _assert_exact(index: lakeseek.Index, table: pa.Table) -> None:
+    rows = table  # noqa: F841  (DuckDB reads it by name)
+    for where in WHERES:
+        expected = sorted(row[0] for row in duckdb.sql(f"SELECT id FROM rows WHERE {where}").fetchall())
+        assert sorted(index.read(where).column("id").to_pylist()) == expected, where
+    pairs = index.locate([7, 40, 1234], column="id")
+    assert sorted(pairs.column("key").to_pylist()) == sorted(
+        n for n in table.column("id").to_pylist() if n in (7, 40, 1234)
+    )
+
+
+# -- Iceberg -------------------------------------------------------------------------------------------
+@pytest.fixture()
+def iceberg(tmp_path):
+    pytest.importorskip("pyiceberg")
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("test", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/warehouse")
+    catalog.create_namespace("ns")
+    table = catalog.create_table("ns.events", schema=_rows(0, 1).schema)
+    table.append(_rows(0, 60))
+    table.append(_rows(60, 30))
+    table.delete("id < 10")  # copy-on-write: the old file stays in the directory
+    return catalog
+
+
+def test_an_iceberg_table_is_its_current_snapshot(iceberg):
+    table = iceberg.load_table("ns.events")
+    location = table.location().removeprefix("file://")
+    index = lakeseek.create_index(location, ["id", "name"], engine="local", chunk_rows=16)
+    assert index.lake.name == "iceberg" and index.root.source_version.endswith(".metadata.json")
+    on_disk = [name for _, _, names in os.walk(f"{location}/data") for name in names]
+    assert len(index.lake_state().files) < len(on_disk)  # the removed file stays, outside the lake
+    _assert_exact(index, table.scan().to_arrow())
+
+    table.append(_rows(1000, 300))
+    table.delete("id >= 40 AND id < 50")
+    stale = lakeseek.open_index(location)
+    assert stale.lake_state().new and stale.lake_state().removed
+    _assert_exact(stale, iceberg.load_table("ns.events").scan().to_arrow())
+    refreshed = lakeseek.refresh_index(location, "incremental", engine="local")
+    assert refreshed.lake_state().is_fresh
+    opened = lakeseek.open_index(location)
+    opened.files("id = 33")
+    with counting() as io:
+        opened.files("id = 33")
+    assert (io.lists, io.heads, io.reads) == (1, 0, 0), io  # one listing of metadata/ checks the version
+    _assert_exact(refreshed, iceberg.load_table("ns.events").scan().to_arrow())
+
+
+def test_an_iceberg_table_with_renamed_columns_is_refused(iceberg):
+    table = iceberg.load_table("ns.events")
+    with table.update_schema() as update:
+        update.rename_column("name", "label")
+    with pytest.raises(lakeseek.UnsupportedLakeError, match="renamed column 'name' to 'label'"):
+        lakeseek.create_index(table.location().removeprefix("file://"), ["id"], engine="local")
+
+
+def test_damaged_table_metadata_is_a_clear_error(iceberg):
+    location = iceberg.load_table("ns.events").location().removeprefix("file://")
+    lakeseek.create_index(location, ["id"], engine="local")
+    with open(f"{location}/metadata/99999-{uuid.uuid4()}.metadata.json", "w") as out:
+        out.write("{not json")
+    with pytest.raises(lakeseek.LakeMetadataError, match=r"cannot read the iceberg table .*events"):
+        lakeseek.open_index(location).files("id = 3")
+
+
+# -- Hudi ----------------------------------------------------------------------------------------------
+class HudiTable:
+    """A copy-on-write Hudi table laid out as Hudi writes one (table version 6): base files with
+    the ``_hoodie_*`` meta columns, and a timeline of commits naming the files they wrote."""
+
+    def __init__(self, root: str, table_type: str = "COPY_ON_WRITE") -> None:
+        self.root = root
+        os.makedirs(f"{root}/.hoodie")
+        with open(f"{root}/.hoodie/hoodie.properties", "w") as out:
+            out.write(
+                f"hoodie.table.name=events\nhoodie.table.type={table_type}\nhoodie.table.version=6\n"
+                "hoodie.timeline.layout.version=1\nhoodie.table.base.file.format=PARQUET\n"
+                "hoodie.table.partition.fields=region\nhoodie.datasource.write.hive_style_partitioning=true\n"
+                "hoodie.table.recordkey.fields=id\nhoodie.populate.meta.fields=true\n"
+            )
+        self.groups: dict[str, str] = {}  # partition -> its one file group's id
+        self.rows: dict[str, pa.Table] = {}  # partition -> the rows of its latest base file
+        self.instant = 20240101000000000
+
+    def commit(self, rows: pa.Table) -> None:
+        """An upsert: each partition's rows are merged by id into a new base file of its file group."""
+        self.instant += 1
+        instant = str(self.instant)
+        stats: dict[str, list] = {}
+        for region in sorted(set(rows.column("region").to_pylist())):
+            part = f"region={region}"
+            new = rows.filter(pa.compute.equal(rows.column("region"), region))
+            old = self.rows.get(part)
+            if old is not None:
+                kept = old.filter(pa.compute.invert(pa.compute.is_in(old.column("id"), value_set=new.column("id"))))
+                new = pa.concat_tables([kept.select(new.column_names), new])
+            self.rows[part] = new
+            group = self.groups.setdefault(part, str(uuid.uuid4()))
+            name = f"{group}_0-1-0_{instant}.parquet"
+            count = new.num_rows
+            meta = {
+                "_hoodie_commit_time": [instant] * count,
+                "_hoodie_commit_seqno": [f"{instant}_{n}" for n in range(count)],
+                "_hoodie_record_key": [str(n) for n in new.column("id").to_pylist()],
+                "_hoodie_partition_path": [part] * count,
+                "_hoodie_file_name": [name] * count,
+            }
+            os.makedirs(f"{self.root}/{part}", exist_ok=True)
+            pq.write_table(
+                pa.table({**meta, **{c: new.column(c) for c in new.column_names}}), f"{self.root}/{part}/{name}"
+            )
+            size = os.path.getsize(f"{self.root}/{part}/{name}")
+            stats[part] = [{"fileId": group, "path": f"{part}/{name}", "numWrites": count, "totalWriteBytes": size}]
+        for suffix in (".commit.requested", ".inflight"):
+            open(f"{self.root}/.hoodie/{instant}{suffix}", "w").close()
+        with open(f"{self.root}/.hoodie/{instant}.commit", "w") as out:
+            json.dump({"partitionToWriteStats": stats, "compacted": False, "operationType": "UPSERT"}, out)
+
+    def table(self) -> pa.Table:
+        return pa.concat_tables(self.rows.values())
+
+
+def test_a_hudi_table_is_its_latest_file_slices(tmp_path):
+    pytest.importorskip("hudi")
+    hudi = HudiTable(str(tmp_path / "events"))
+    hudi.commit(_rows(0, 60))
+    hudi.commit(_rows(50, 40))  # rewrites every partition's file group: the old base files stay
+    index = lakeseek.create_index(hudi.root, ["id", "name"], engine="local", chunk_rows=16)
+    assert index.lake.name == "hudi" and index.root.source_version == str(hudi.instant)
+    assert "_hoodie_record_key" in index.schema.names
+    # hudi-rs would read a top-level _lakeseek directory as a partition: the home is under .hoodie.
+    assert os.path.isdir(f"{hudi.root}/.hoodie/lakeseek/default/log") and not os.path.exists(f"{hudi.root}/_lakeseek")
+    assert len(index.lake_state().files) == 3
+    _assert_exact(index, hudi.table())
+
+    hudi.commit(_rows(1000, 20))
+    stale = lakeseek.open_index(hudi.root)
+    assert stale.lake_state().new and stale.lake_state().removed
+    _assert_exact(stale, hudi.table())
+    refreshed = lakeseek.refresh_index(hudi.root, "incremental", engine="local")
+    assert refreshed.lake_state().is_fresh and refreshed.root.source_version == str(hudi.instant)
+    _assert_exact(refreshed, hudi.table())
+
+
+def test_a_merge_on_read_hudi_table_with_log_files_is_refused(tmp_path):
+    pytest.importorskip("hudi")
+    hudi = HudiTable(str(tmp_path / "events"), "MERGE_ON_READ")
+    hudi.commit(_rows(0, 30))
+    group = hudi.groups["region=eu"]
+    assert lakeseek.create_index(hudi.root, ["id"], engine="local").lake.name == "hudi"  # no log file yet
+    log = f".{group}_{hudi.instant}.log.1_0-1-0"
+    open(f"{hudi.root}/region=eu/{log}", "wb").close()
+    with open(f"{hudi.root}/.hoodie/{hudi.instant + 1}.deltacommit", "w") as out:  # the commit that wrote it
+        stats = [{"fileId": group, "path": f"region=eu/{log}", "numWrites": 0, "totalWriteBytes": 0}]
+        fields = [{"name": "id", "type": "long"}, {"name": "name", "type": ["null", "string"]}]
+        fields.append({"name": "region", "type": "string"})
+        schema = json.dumps({"type": "record", "name": "events", "fields": fields})
+        json.dump(
+            {
+                "partitionToWriteStats": {"region=eu": stats},
+                "operationType": "UPSERT",
+                "extraMetadata": {"schema": schema},
+            },
+            out,
+        )
+    with pytest.raises(lakeseek.UnsupportedLakeError, match="has log files"):
+        lakeseek.open_index(hudi.root).files("id = 3")
