@@ -19,6 +19,7 @@ from decimal import Decimal
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
@@ -93,8 +94,12 @@ def typed_rows(rng: random.Random, start_id: int, count: int) -> list[dict]:
     return rows
 
 
-def write_file(path: str, rows: list[dict]) -> None:
-    """Write a data file as lake writers do: to a hidden name, then renamed into place."""
+def write_file(path: str, rows: list[dict], fs: pafs.FileSystem | None = None) -> None:
+    """Write a data file as lake writers do: to a hidden name, then renamed into place (in an
+    object store ``fs``, where a path is a URI, with one PUT)."""
+    if fs is not None:
+        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path.partition("://")[2], filesystem=fs)
+        return
     directory, name = os.path.split(path)
     os.makedirs(directory, exist_ok=True)
     hidden = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
@@ -112,27 +117,51 @@ def make_typed_lake(root: str, files_per_region: int = 3, rows_per_file: int = 1
 
 
 # -- the oracle ------------------------------------------------------------------------------
-def data_files(root: str) -> list[str]:
+def data_files(root: str, fs: pafs.FileSystem | None = None) -> list[str]:
+    """The lake's data files, as lakeseek names them (local paths, or URIs in ``fs``)."""
+    if fs is None:
+        found = []
+        for directory, subdirs, names in os.walk(root):
+            subdirs[:] = [d for d in subdirs if not is_hidden(d, directory=True)]
+            found.extend(os.path.join(directory, n) for n in names if not is_hidden(n))
+        return sorted(found)
+    scheme, _, base = root.partition("://")
     found = []
-    for directory, subdirs, names in os.walk(root):
-        subdirs[:] = [d for d in subdirs if not is_hidden(d, directory=True)]
-        found.extend(os.path.join(directory, n) for n in names if not is_hidden(n))
+    for info in fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True)):
+        parts = info.path[len(base) + 1 :].split("/")
+        hidden = any(is_hidden(d, directory=True) for d in parts[:-1]) or is_hidden(parts[-1])
+        if info.type == pafs.FileType.File and not hidden:
+            found.append(f"{scheme}://{info.path}")
     return sorted(found)
 
 
-def all_rows(root: str) -> list[dict]:
-    """Every row of the lake, with partition columns parsed from the path."""
+def all_rows(root: str, fs: pafs.FileSystem | None = None) -> list[dict]:
+    """Every row of the lake, with partition columns parsed from the path (``fs``: the
+    lake's object store, for a URI ``root``)."""
     rows = []
-    for path in data_files(root):
+    for path in data_files(root, fs):
         partitions = {}
-        for part in os.path.relpath(path, root).split(os.sep)[:-1]:
+        for part in path[len(root) + 1 :].split("/")[:-1]:
             key, _, raw = part.partition("=")
             partitions[key] = None if raw == "__HIVE_DEFAULT_PARTITION__" else unquote(raw)
-        for row in pq.read_table(path).to_pylist():
+        table = pq.read_table(path) if fs is None else pq.read_table(path.partition("://")[2], filesystem=fs)
+        for row in table.to_pylist():
             row.update(partitions)
             row["__file"] = path
             rows.append(row)
     return rows
+
+
+def object_store_filesystem(storage_options: dict[str, str]) -> pafs.FileSystem:
+    """The test's own pyarrow filesystem for an S3 server lakeseek reaches with these options."""
+    endpoint = storage_options["AWS_ENDPOINT_URL"]
+    return pafs.S3FileSystem(
+        access_key=storage_options["AWS_ACCESS_KEY_ID"],
+        secret_key=storage_options["AWS_SECRET_ACCESS_KEY"],
+        region=storage_options["AWS_REGION"],
+        endpoint_override=endpoint.partition("://")[2],
+        scheme=endpoint.partition("://")[0],
+    )
 
 
 def evaluate(tree: tuple, row: dict) -> bool | None:

@@ -10,13 +10,15 @@ from tests.lakes import REGIONS, all_rows, data_files, ids, matching, region_dir
 
 
 class LakeChanger:
-    """Appends, removes and rewrites files of a typed lake, with fresh ids for new rows."""
+    """Appends, removes and rewrites files of a typed lake, with fresh ids for new rows (``fs``:
+    the lake's object store, for a URI ``root``)."""
 
-    def __init__(self, root: str, rng: random.Random, first_id: int = 1_000_000) -> None:
+    def __init__(self, root: str, rng: random.Random, first_id: int = 1_000_000, fs=None) -> None:
         self.root = root
         self.rng = rng
         self.next_id = first_id
         self.serial = 0
+        self.fs = fs
 
     def _rows(self) -> list[dict]:
         count = self.rng.randrange(1, 60)
@@ -28,23 +30,26 @@ class LakeChanger:
         self.serial += 1
         region = self.rng.choice(REGIONS)
         path = f"{self.root}/{region_dir(region)}/added-{os.getpid()}-{self.serial}.parquet"
-        write_file(path, self._rows())
+        write_file(path, self._rows(), self.fs)
         return path
 
     def remove(self) -> str | None:
-        files = data_files(self.root)
+        files = data_files(self.root, self.fs)
         if len(files) <= 2:
             return None
         path = self.rng.choice(files)
-        os.remove(path)
+        if self.fs is None:
+            os.remove(path)
+        else:
+            self.fs.delete_file(path.partition("://")[2])
         return path
 
     def rewrite(self) -> str | None:
-        files = data_files(self.root)
+        files = data_files(self.root, self.fs)
         if not files:
             return None
         path = self.rng.choice(files)
-        write_file(path, self._rows())
+        write_file(path, self._rows(), self.fs)
         return path
 
     def random_change(self) -> str:
@@ -75,10 +80,13 @@ def queries(rows: list[dict], rng: random.Random, count: int = 6) -> list[tuple]
     return trees
 
 
-def assert_exact(root: str, rng: random.Random, *, name: str | None = None) -> lakeseek.Index:
-    """Every query through the index returns the full scan's rows; candidate files cover them."""
-    index = lakeseek.open_index(root, name=name)
-    rows = all_rows(root)
+def assert_exact(
+    root: str, rng: random.Random, *, name: str | None = None, fs=None, storage_options: dict | None = None
+) -> lakeseek.Index:
+    """Every query through the index returns the full scan's rows; candidate files cover them
+    (``fs`` and ``storage_options``: the lake's object store, for a URI ``root``)."""
+    index = lakeseek.open_index(root, name=name, storage_options=storage_options)
+    rows = all_rows(root, fs)
     for tree in queries(rows, rng):
         where = to_sql(tree)
         expected = matching(rows, tree)

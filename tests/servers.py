@@ -128,3 +128,79 @@ def start_azurite(directory: Path, binary: str) -> Server:
         "AZURE_STORAGE_ENDPOINT": f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}",
     }
     return Server("azure", process, port, log, options)
+
+
+@dataclass
+class SparkCluster:
+    """A Spark standalone master and one worker on loopback, started with the installed
+    PySpark's own ``spark-class``."""
+
+    master: Server
+    worker: Server
+
+    @property
+    def url(self) -> str:
+        return f"spark://127.0.0.1:{self.master.port}"
+
+    def stop(self) -> None:
+        self.worker.stop()
+        self.master.stop()
+
+
+def start_spark_cluster(directory: Path, cores: int = 2, memory: str = "2g") -> SparkCluster:
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    launcher = str(home / "bin" / "spark-class")
+
+    def start(name: str, port: int, arguments: list[str], ready: str) -> Server:
+        log = directory / f"spark-{name}.log"
+        with open(log, "w") as out:
+            process = subprocess.Popen(
+                [launcher, *arguments], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=directory
+            )
+        deadline = time.monotonic() + 120
+        while ready not in log.read_text(errors="replace"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"the Spark {name} did not start: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.25)
+        return Server(name, process, port, log)
+
+    port = free_port()
+    master = start(
+        "master",
+        port,
+        ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", "0"],
+        "I have been elected leader",
+    )
+    port = free_port()
+    work = directory / "spark-work"
+    work.mkdir(exist_ok=True)
+    try:
+        worker = start(
+            "worker",
+            port,
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                f"spark://127.0.0.1:{master.port}",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--cores",
+                str(cores),
+                "--memory",
+                memory,
+                "--webui-port",
+                "0",
+                "--work-dir",
+                str(work),
+            ],
+            "Successfully registered with master",
+        )
+    except RuntimeError:
+        master.stop()
+        raise
+    return SparkCluster(master, worker)

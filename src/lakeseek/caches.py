@@ -13,10 +13,9 @@ import pyarrow as pa
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
-from lakeseek.io import Stamp
 from lakeseek.kinds import kind_named
 from lakeseek.lake.files import file_schemas
-from lakeseek.lake.state import LakeState
+from lakeseek.lake.state import LakeState, unchanged
 from lakeseek.location import Location
 
 
@@ -52,17 +51,7 @@ class VersionCache:
 
     def unchanged_state(self) -> LakeState:
         """The lake as this version covers it: every file indexed or recorded, as it was."""
-
-        def state() -> LakeState:
-            indexed, recorded = self.lineage(), self.recorded()
-            files = {}
-            for listing in (indexed, recorded):
-                stamps = zip(listing.sizes, listing.mtimes, listing.versions, strict=True)
-                files.update((path, Stamp(*stamp)) for path, stamp in zip(listing.paths, stamps, strict=True))
-            mapping = dict(zip(indexed.ids, indexed.paths, strict=True))
-            return LakeState(files, mapping, [], [], [], list(recorded.paths))
-
-        return self._unchanged.get(state)
+        return self._unchanged.get(lambda: unchanged(self.lineage(), self.recorded()))
 
     def lineage(self) -> Lineage:
         return self._lineage.get(lambda: self.root.lineage.indexed(self.location.storage, self.location.index_dir))

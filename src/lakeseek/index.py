@@ -263,7 +263,7 @@ class Index:
             state = self.lake_state()
             predicate = self._bind(where, state)
             chosen = self._plan(predicate, state)
-        sizes = {path: stamp[0] for path, stamp in state.files.items()}
+        sizes = {path: state.files[path].size for path in chosen.files}
         result = explanation(where, self.name, self.version, chosen, sizes, io.reads, io.bytes_read)
         if not analyze:
             return result
@@ -334,8 +334,8 @@ class Index:
     def _opener(self, state: LakeState) -> Callable[[list[str]], object]:
         schema = self.schema_of(state)
         partitions = self.root.partition_columns
-        sizes = {path: stamp.size for path, stamp in state.files.items()}
-        return lambda paths: self.lake.dataset(paths, schema, partitions, sizes=sizes)
+        files = state.files
+        return lambda paths: self.lake.dataset(paths, schema, partitions, sizes={p: files[p].size for p in paths})
 
     # -- state ------------------------------------------------------------------------------
     def lake_state(self) -> LakeState:
@@ -448,6 +448,7 @@ class Index:
             )
         else:
             try:
+                self.lineage()  # a damaged lineage is a damaged index, whatever the state made of it
                 served = {column for column in self.root.columns if self.serves(column, state)}
                 chosen = plan(predicate, self.kind_reader, self.root, state, served)
             except IndexCorruptError as error:
