@@ -223,9 +223,10 @@ def _report(results: dict, out: Path) -> None:
         f'| warm, `lake_listing="once"` | {files["warm_listing_once_p50_ms"]:.2f} ms | '
         f"{files['warm_listing_once_p99_ms']:.2f} ms | {files['warm_reads_max']} |",
         "",
-        f"By default every lookup lists the lake to find files changed since indexing "
+        f"By default every lookup checks the lake for files changed since indexing "
         f"(p50 {files['lake_listing_p50_ms']:.2f} ms of the warm figure, for "
-        f'{results["lake"]["files"]:,} files); `lake_listing="once"` reuses the first listing.',
+        f"{results['lake']['files']:,} files: a watched local directory is listed again only after a change); "
+        '`lake_listing="once"` reuses the first snapshot.',
         "",
         "## Needle query `SELECT * FROM lake WHERE col = X` (median of the needles)",
         "",

@@ -140,6 +140,8 @@ def all_rows(root: str, fs: pafs.FileSystem | None = None) -> list[dict]:
     lake's object store, for a URI ``root``)."""
     rows = []
     for path in data_files(root, fs):
+        if fs is None and not os.path.getsize(path):
+            continue  # no footer, no rows: Spark (and lakeseek) skip 0-byte files
         partitions = {}
         for part in path[len(root) + 1 :].split("/")[:-1]:
             key, _, raw = part.partition("=")

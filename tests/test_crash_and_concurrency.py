@@ -24,13 +24,15 @@ pytestmark = pytest.mark.spark
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _spawn(*args: str) -> subprocess.Popen:
+def _spawn(*args: str, storage_options: dict | None = None) -> subprocess.Popen:
+    """A worker process (tests/worker.py), on a lake in an object store with ``storage_options``."""
     return subprocess.Popen(
         [sys.executable, "-m", "tests.worker", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "LAKESEEK_TEST_STORAGE_OPTIONS": json.dumps(storage_options)},
     )
 
 
@@ -147,22 +149,11 @@ def s3_lake(s3_server, typed_lake, tmp_path):
     return uri, bucket.options, object_store_filesystem(bucket.options)
 
 
-def _spawn_on(options: dict, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.worker", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "LAKESEEK_TEST_STORAGE_OPTIONS": json.dumps(options)},
-    )
-
-
 def test_concurrent_writers_on_s3_lose_and_duplicate_no_commit(s3_lake):
     uri, options, fs = s3_lake
     rng = random.Random(3)
     stable = data_files(uri, fs)
-    workers = [_ready(_spawn_on(options, "concurrent", uri, str(seed), "6")) for seed in range(3)]
+    workers = [_ready(_spawn("concurrent", uri, str(seed), "6", storage_options=options)) for seed in range(3)]
     while any(w.poll() is None for w in workers):
         index = lakeseek.open_index(uri, storage_options=options)
         for row_id in rng.sample(range(1800), 2):  # ids of the original files
@@ -195,8 +186,8 @@ def test_kill_9_on_s3_leaves_an_exact_index(s3_lake):
         for _ in range(rng.randrange(1, 4)):
             changer.random_change()
         version = lakeseek.open_index(uri, storage_options=options).version
-        process = _ready(_spawn_on(options, operations[round_number % len(operations)], uri))
-        killed += _kill_after(process, rng.uniform(0.0, 0.6))
+        process = _ready(_spawn(operations[round_number % len(operations)], uri, storage_options=options))
+        killed += _kill_after(process, rng.uniform(0.0, 0.3))
         assert lakeseek.open_index(uri, storage_options=options).version in (version, version + 1)
         assert_exact(uri, rng, fs=fs, storage_options=options)
     assert killed >= 4

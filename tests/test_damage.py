@@ -161,18 +161,24 @@ def test_a_stray_log_file_is_not_a_version(lake_copy, spark):
 def test_a_well_sealed_entry_of_the_wrong_shape_is_skipped_as_damaged(lake_copy, spark, forge):
     """An entry whose checksum holds but whose content is not a root of the right shape is
     damaged like any other: the version before it serves, exactly, and a refresh repairs."""
+    before = _commit_forged(lake_copy, forge)
+    assert lakeseek.open_index(lake_copy).version == before
+    _every_command_works(lake_copy, spark)
+
+
+def _commit_forged(lake: str, forge) -> int:
+    """Put ``forge`` of the latest entry, sealed, as the next version; the latest version before it."""
     from lakeseek.commits.log import decode_entry, encode_entry
 
-    log = _log(lake_copy)
-    before = lakeseek.open_index(lake_copy).version
+    log = _log(lake)
+    before = lakeseek.open_index(lake).version
     source = f"{log}/{before:020d}.json"
     with open(source, "rb") as f:
         body = decode_entry(f.read(), source)
     body["version"] = before + 1
     with open(f"{log}/{before + 1:020d}.json", "wb") as out:
         out.write(encode_entry(forge(body)))
-    assert lakeseek.open_index(lake_copy).version == before
-    _every_command_works(lake_copy, spark)
+    return before
 
 
 def _with_first_index_file(body: dict, change) -> dict:
@@ -201,16 +207,7 @@ def test_a_sealed_entry_whose_fields_lie_never_answers_wrongly(lake_copy, spark,
     """Fields lakeseek never writes (a footer outside its file, no chunk, a range upside
     down, file ids out of range, a layout the index files do not have, unknown partition
     columns): the entry is skipped as damaged or the index is not used, and answers are exact."""
-    from lakeseek.commits.log import decode_entry, encode_entry
-
-    log = _log(lake_copy)
-    before = lakeseek.open_index(lake_copy).version
-    source = f"{log}/{before:020d}.json"
-    with open(source, "rb") as f:
-        body = decode_entry(f.read(), source)
-    body["version"] = before + 1
-    with open(f"{log}/{before + 1:020d}.json", "wb") as out:
-        out.write(encode_entry(forge(body)))
+    _commit_forged(lake_copy, forge)
     rows = all_rows(lake_copy)
     index = lakeseek.open_index(lake_copy)
     holding = sorted({row["__file"] for row in rows if row["id"] == 5})

@@ -208,3 +208,20 @@ def test_the_listing_follows_spark(tmp_path):
     after = source.snapshot().files["a.parquet"]
     assert (after.size, after.mtime_ns) == (listed["a.parquet"].size, listed["a.parquet"].mtime_ns)
     assert after != listed["a.parquet"]
+
+
+def test_a_listing_kept_for_a_time(lake_copy, monkeypatch):
+    import lakeseek.index as index_module
+
+    now = [1000.0]
+    monkeypatch.setattr(index_module.time, "monotonic", lambda: now[0])
+    index = lakeseek.open_index(lake_copy, lake_listing=30)
+    assert index.read("id = 90001").num_rows == 0
+    write_file(f"{lake_copy}/region=east/part-added.parquet", typed_rows(random.Random(2), 90000, 5))
+    now[0] += 29
+    assert index.read("id = 90001").num_rows == 0  # the snapshot of 29 s ago
+    now[0] += 2
+    assert index.read("id = 90001").num_rows == 1
+    for wrong in (0, -1, True, float("inf"), "30"):
+        with pytest.raises(lakeseek.InvalidArgumentError, match="lake_listing"):
+            lakeseek.open_index(lake_copy, lake_listing=wrong)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 
 import duckdb
@@ -87,6 +88,44 @@ def test_an_iceberg_table_with_renamed_columns_is_refused(iceberg):
         update.rename_column("name", "label")
     with pytest.raises(lakeseek.UnsupportedLakeError, match="renamed column 'name' to 'label'"):
         lakeseek.create_index(table.location().removeprefix("file://"), ["id"], engine="local")
+
+
+@pytest.fixture()
+def catalog_config(iceberg, tmp_path, monkeypatch):
+    """The fixture's catalog in pyiceberg's own configuration, as ``test``."""
+    import pyiceberg.catalog
+    from pyiceberg.utils.config import Config
+
+    monkeypatch.setenv("PYICEBERG_CATALOG__TEST__URI", f"sqlite:///{tmp_path}/catalog.db")
+    monkeypatch.setenv("PYICEBERG_CATALOG__TEST__WAREHOUSE", f"file://{tmp_path}/warehouse")
+    monkeypatch.setattr(pyiceberg.catalog, "_ENV_CONFIG", Config())  # read when pyiceberg was imported
+
+
+def test_an_iceberg_table_through_its_catalog(iceberg, catalog_config):
+    uri = "iceberg://test/ns.events"
+    index = lakeseek.create_index(uri, ["id", "name"], engine="local", chunk_rows=16)
+    table = iceberg.load_table("ns.events")
+    assert index.source == uri and table.metadata_location.endswith(f"/metadata/{index.root.source_version}")
+    _assert_exact(index, table.scan().to_arrow())
+
+    table.append(_rows(2000, 50))
+    stale = lakeseek.open_index(uri)
+    assert stale.lake_state().new and not stale.lake_state().is_fresh
+    _assert_exact(stale, iceberg.load_table("ns.events").scan().to_arrow())
+    refreshed = lakeseek.refresh_index(uri, "incremental", engine="local")
+    assert refreshed.lake_state().is_fresh
+
+    # A second metadata file of the current number (a writer that lost the catalog's race):
+    # by its location alone the table is ambiguous; through the catalog it is not.
+    current = iceberg.load_table("ns.events").metadata_location.removeprefix("file://")
+    number = os.path.basename(current).split("-", 1)[0]
+    shutil.copy(current, f"{os.path.dirname(current)}/{number}-{uuid.uuid4()}.metadata.json")
+    _assert_exact(lakeseek.open_index(uri), iceberg.load_table("ns.events").scan().to_arrow())
+    location = iceberg.load_table("ns.events").location().removeprefix("file://")
+    with pytest.raises(lakeseek.UnsupportedLakeError, match="open it through its catalog"):
+        lakeseek.open_index(location).files("id = 3")
+    with pytest.raises(lakeseek.LakeseekError, match="is a iceberg table, not a delta lake"):
+        lakeseek.open_lake(uri, source_format="delta")
 
 
 def test_damaged_table_metadata_is_a_clear_error(iceberg):

@@ -45,7 +45,9 @@ from lakeseek.location import DEFAULT_NAME, LakeLike, Location, index_names, loc
 from lakeseek.planning import Explanation, Fallback, Plan, explanation, full_scan, plan
 from lakeseek.sources.base import Snapshot
 
-LakeListing = Literal["per_query", "once"]
+# How often a handle takes the lake's snapshot: every query, once, or when the last one is older
+# than this many seconds.
+LakeListing = Literal["per_query", "once"] | float
 log = logging.getLogger("lakeseek")
 
 
@@ -61,12 +63,15 @@ def open_index(
 
     ``name`` picks one of the lake's indexes (see :func:`lakeseek.location.locate`); ``index``
     is the index home when it is not ``SOURCE/_lakeseek``.
-    ``lake_listing="per_query"`` (the default) takes the lake's snapshot on every query, so
-    files added, rewritten or removed since indexing are always accounted for. ``"once"``
-    reuses the first one for the life of the Index, as a Spark DataFrame reuses its file
-    index: faster lookups, but changes made to the lake afterwards are not seen until the
-    index is opened again. ``storage_options`` configure the lake's object store (see
-    :mod:`lakeseek.io`; by default, the cloud's standard environment variables).
+    ``lake_listing`` is the freshness policy. ``"per_query"`` (the default) takes the lake's
+    snapshot on every query, so files added, rewritten or removed since indexing are always
+    accounted for: a table format's version is checked (one small listing), a local directory
+    is listed again only when its watch saw a change (:mod:`lakeseek.io.watch`), any other
+    directory is listed. ``"once"`` reuses the first snapshot for the life of the Index, as a
+    Spark DataFrame reuses its file index; a number of seconds reuses a snapshot for that long.
+    Both are faster on object stores, and miss the changes made since the snapshot they use
+    (:meth:`Index.reload` takes a new one). ``storage_options`` configure the lake's object
+    store (see :mod:`lakeseek.io`; by default, the cloud's standard environment variables).
     """
     location = locate(source, index, name, storage_options=storage_options)
     location.require_lake()
@@ -124,14 +129,18 @@ class Index:
     """One committed version of a lake's index."""
 
     def __init__(self, location: Location, root: Root, *, lake_listing: LakeListing = "per_query") -> None:
-        if lake_listing not in ("per_query", "once"):
-            raise InvalidArgumentError(f"lake_listing must be 'per_query' or 'once', not {lake_listing!r}")
+        seconds = isinstance(lake_listing, int | float) and not isinstance(lake_listing, bool)
+        if lake_listing not in ("per_query", "once") and not (seconds and 0 < lake_listing < float("inf")):
+            raise InvalidArgumentError(
+                f"lake_listing must be 'per_query', 'once' or a number of seconds, not {lake_listing!r}"
+            )
         self.lake_listing = lake_listing
         self.location = location
         self.root = root
         self._shared = cache_for(location)
         self._version = self._shared.version(location, root)
         self._pinned = Once()  # the lake's state under lake_listing="once"
+        self._taken: tuple[float, LakeState] | None = None  # under a time to live: when, and the state
 
     def __repr__(self) -> str:
         return f"Index(source={self.source!r}, name={self.name!r}, columns={self.columns}, version={self.version})"
@@ -181,9 +190,9 @@ class Index:
     def reload(self) -> Index:
         """A handle on the latest version of this index and on the lake now: this one when
         nothing was committed since and the lake is listed per query; a new one otherwise (a
-        ``lake_listing="once"`` handle lists the lake again)."""
+        handle whose listing is kept, ``"once"`` or for a time, lists the lake again)."""
         latest = IndexLog(self.storage, self.index_dir).latest()
-        if latest.version == self.version and self.lake_listing != "once":
+        if latest.version == self.version and self.lake_listing == "per_query":
             return self
         return Index(self.location, latest, lake_listing=self.lake_listing)
 
@@ -342,6 +351,14 @@ class Index:
         """The lake now compared with what the index covers."""
         if self.lake_listing == "once":
             return self._pinned.get(self._current_state)
+        if self.lake_listing != "per_query":
+            taken = self._taken
+            if taken is not None and time.monotonic() - taken[0] < self.lake_listing:
+                return taken[1]
+            now = time.monotonic()
+            state = self._current_state()
+            self._taken = (now, state)
+            return state
         return self._current_state()
 
     def _current_state(self) -> LakeState:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from functools import lru_cache
@@ -16,6 +17,7 @@ from functools import lru_cache
 import pyarrow.fs as pafs
 
 from lakeseek.io.storage import IOStats, Stamp, Storage, parent
+from lakeseek.io.watch import TreeWatch, watch_tree
 
 
 class LocalStorage(Storage):
@@ -23,6 +25,10 @@ class LocalStorage(Storage):
 
     def __init__(self) -> None:
         super().__init__(pafs.LocalFileSystem(), "file")
+        # (directory, skip rules) -> its watch and its last listing, or _UNWATCHABLE.
+        self._listings: dict[tuple, object] = {}
+        self._tree_locks: dict[tuple, threading.Lock] = {}
+        self._watch_lock = threading.Lock()
 
     def uri(self, path: str) -> str:
         return "file://" + path
@@ -30,14 +36,44 @@ class LocalStorage(Storage):
     def walk_files(
         self, directory: str, skip_dir: Callable[[str], bool], skip_file: Callable[[str], bool]
     ) -> dict[str, Stamp]:
-        """See :meth:`Storage.walk_files`. Lists the lake on every query, so it costs one pass
-        over the entries: a ``scandir`` walk and one ``stat`` per file (pyarrow's listing makes
-        the same calls but drops the inode and ctime)."""
+        """See :meth:`Storage.walk_files`. A listing is a ``scandir`` walk and one ``stat`` per
+        file (pyarrow's makes the same calls but drops the inode and ctime); where the tree can
+        be watched (:mod:`lakeseek.io.watch`), a tree that has not changed since its last
+        listing is not listed again: that listing is returned (callers must not change it)."""
+        key = (directory, skip_dir, skip_file)
+        # One check-and-list at a time per tree: a query that finds the events drained by
+        # another must wait for that one's listing, not take the listing before it.
+        with self._watch_lock:
+            tree_lock = self._tree_locks.setdefault(key, threading.Lock())
+        with tree_lock:
+            known = self._listings.get(key, _NEVER_LISTED)
+            if known is _UNWATCHABLE:
+                return self._walk(directory, skip_dir, skip_file, None) or {}
+            if known is not _NEVER_LISTED and not known[0].changed():
+                return known[1]
+            # Watched afresh from the first directory listed on: a change after a directory's
+            # watch is in place raises an event, one before it is in the listing.
+            watch = watch_tree(directory, key)
+            found = self._walk(directory, skip_dir, skip_file, watch)
+            if watch is None or not watch.usable:
+                if watch is not None:
+                    watch.close()
+                self._listings[key] = _UNWATCHABLE  # listed on every query from now on
+            elif found is None:
+                watch.close()
+                self._listings.pop(key, None)
+            else:
+                self._listings[key] = (watch, found)
+            return found or {}
+
+    def _walk(
+        self, directory: str, skip_dir: Callable[[str], bool], skip_file: Callable[[str], bool], watch: TreeWatch | None
+    ) -> dict[str, Stamp] | None:
         self._count(IOStats.add_list)
         try:
             top = os.stat(directory)
         except FileNotFoundError:
-            return {}
+            return None
         found: dict[str, Stamp] = {}
         # Each directory (as a prefix of relative paths: "" or "a/b/") with the (device, inode)
         # of itself and of the directories above it: a symlink back to one of them would loop
@@ -46,8 +82,13 @@ class LocalStorage(Storage):
         is_file, is_dir = stat.S_ISREG, stat.S_ISDIR
         while pending:
             prefix, ancestors = pending.pop()
-            for name, info in _scan(f"{directory}/{prefix}"):
+            if watch is not None:
+                watch.add(f"{directory}/{prefix}")
+            for name, info, linked in _scan(f"{directory}/{prefix}"):
                 mode = info.st_mode
+                if watch is not None and (linked or (is_file(mode) and info.st_nlink > 1)):
+                    watch.give_up()  # written through a path no watch covers
+                    watch = None
                 if is_file(mode):
                     if not skip_file(name):
                         found[prefix + name] = Stamp(info.st_size, info.st_mtime_ns, local_version(info))
@@ -69,6 +110,10 @@ class LocalStorage(Storage):
         finally:
             os.unlink(temporary)
         self._count(IOStats.add_write, len(data))
+
+
+_NEVER_LISTED = object()
+_UNWATCHABLE = object()
 
 
 def local_version(status: os.stat_result) -> str:
@@ -95,10 +140,10 @@ def _local_storage() -> LocalStorage:
 _SCAN_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
 
 
-def _scan(directory: str) -> Iterator[tuple[str, os.stat_result]]:
+def _scan(directory: str) -> Iterator[tuple[str, os.stat_result, bool]]:
     """The entries of a local directory with their stats, symlinks followed (as pyarrow's
-    listing and Hadoop's do). Entries removed meanwhile, broken symlinks, and a directory
-    removed meanwhile list as nothing: their files are gone."""
+    listing and Hadoop's do), and whether each is a symlink. Entries removed meanwhile, broken
+    symlinks, and a directory removed meanwhile list as nothing: their files are gone."""
     try:
         handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY) if _SCAN_BY_FD else None
     except (FileNotFoundError, NotADirectoryError):
@@ -107,7 +152,7 @@ def _scan(directory: str) -> Iterator[tuple[str, os.stat_result]]:
         with os.scandir(directory if handle is None else handle) as listing:
             for entry in listing:
                 try:
-                    yield entry.name, entry.stat()
+                    yield entry.name, entry.stat(), entry.is_symlink()
                 except FileNotFoundError:
                     continue
     except (FileNotFoundError, NotADirectoryError):

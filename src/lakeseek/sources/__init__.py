@@ -11,13 +11,16 @@ from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot
 from lakeseek.sources.delta import DeltaSource, is_delta
 from lakeseek.sources.directory import DirectorySource
 from lakeseek.sources.hudi import HudiSource, is_hudi
-from lakeseek.sources.iceberg import IcebergSource, is_iceberg
+from lakeseek.sources.iceberg import CATALOG_SCHEME, IcebergSource, is_iceberg, open_catalog_table
 
 # Whether a lake's root holds a lake of this source (one storage call or two).
 Detector = Callable[[Storage, str], bool]
 SourceOpener = Callable[[Storage, str], LakeSource]
 
 _SOURCES: list[tuple[str, Detector, SourceOpener]] = []
+# URI schemes that name tables rather than places (``iceberg://CATALOG/NAMESPACE.TABLE``):
+# scheme -> (the source's name, what opens a location of that scheme).
+_TABLE_SCHEMES: dict[str, tuple[str, Callable[[str, Mapping[str, object] | None], LakeSource]]] = {}
 
 
 def register_source(name: str, detect: Detector, opener: SourceOpener) -> None:
@@ -26,16 +29,33 @@ def register_source(name: str, detect: Detector, opener: SourceOpener) -> None:
     _SOURCES.insert(0, (name, detect, opener))
 
 
+def register_table_scheme(
+    scheme: str, source_format: str, opener: Callable[[str, Mapping[str, object] | None], LakeSource]
+) -> None:
+    """Open locations ``<scheme>://...`` (a table in a catalog) with ``opener``, as a lake of
+    ``source_format``."""
+    _TABLE_SCHEMES[scheme] = (source_format, opener)
+
+
 def open_lake(
     location: str, storage_options: Mapping[str, object] | None = None, *, source_format: str | None = None
 ) -> LakeSource:
     """The lake at ``location`` (a local path or a URI), as its source reads it: the source
     ``source_format`` names (``directory``, ``delta``, ``iceberg``, ``hudi``, or one registered
     since), else the one that recognises the location (a table format's log), else a directory
-    of files. ``storage_options`` configure its object store (see :mod:`lakeseek.io`).
+    of files. ``storage_options`` configure its object store (see :mod:`lakeseek.io`). A table
+    in a catalog is named by a URI of its own scheme: ``iceberg://CATALOG/NAMESPACE.TABLE``.
 
     Every function that takes a lake's location takes the lake this returns too: opened so,
     with a ``source_format``, it is read as that source."""
+    scheme = location.partition("://")[0] if "://" in location else ""
+    if scheme in _TABLE_SCHEMES:
+        table_format, opener = _TABLE_SCHEMES[scheme]
+        if source_format not in (None, table_format):
+            raise LakeseekError(f"{location} is a {table_format} table, not a {source_format} lake")
+        source = opener(location, storage_options)
+        source.storage_options = dict(storage_options or {})
+        return source
     storage, root = storage_for(location, storage_options)
     if source_format is None:
         source = next((opener(storage, root) for _, detect, opener in _SOURCES if detect(storage, root)), None)
@@ -56,7 +76,16 @@ def open_lake(
 
 
 register_source("iceberg", is_iceberg, IcebergSource)
+register_table_scheme(CATALOG_SCHEME, IcebergSource.name, open_catalog_table)
 register_source("hudi", is_hudi, HudiSource)
 register_source("delta", is_delta, DeltaSource)
 
-__all__ = ["DirectorySource", "LakeSchema", "LakeSource", "Snapshot", "open_lake", "register_source"]
+__all__ = [
+    "DirectorySource",
+    "LakeSchema",
+    "LakeSource",
+    "Snapshot",
+    "open_lake",
+    "register_source",
+    "register_table_scheme",
+]

@@ -16,7 +16,7 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -228,7 +228,21 @@ def _schemas_task(lake: LakeAddress, sizes: dict[str, int]) -> list[dict]:
 
 
 # -- table formats, read by their own libraries ---------------------------------------------------
-def table_library(source: LakeSource, module: str, title: str):
+class NamedTable(Protocol):
+    """What messages name a table by: its source's name and where it is (a LakeSource, or a
+    table not opened yet)."""
+
+    name: str
+    shown_root: str
+
+
+@dataclass(frozen=True)
+class TableName:
+    name: str
+    shown_root: str
+
+
+def table_library(source: NamedTable, module: str, title: str):
     """The package a table format is read with (its extra is the source's name), or an error
     saying how to install it."""
     try:
@@ -241,7 +255,7 @@ def table_library(source: LakeSource, module: str, title: str):
 
 
 @contextlib.contextmanager
-def table_errors(source: LakeSource, *errors: type[BaseException]) -> Iterator[None]:
+def table_errors(source: NamedTable, *errors: type[BaseException]) -> Iterator[None]:
     """The table format library's ``errors`` while it reads the table, as one-line lakeseek errors."""
     try:
         yield

@@ -46,6 +46,10 @@ def is_hidden(name: str, *, directory: bool = False) -> bool:
     return (name.startswith("_") and "=" not in name) or name.startswith(".") or name.endswith("._COPYING_")
 
 
+# One function for every listing: storages that keep a listing per tree and rules find it again.
+_skip_directory = partial(is_hidden, directory=True)
+
+
 class DirectorySource(LakeSource):
     name = "directory"
     listed_by_spark = True
@@ -60,7 +64,7 @@ class DirectorySource(LakeSource):
         if not self.storage.is_dir(self.root):
             raise LakeNotFoundError(f"lake not found: {self.root} is not a directory")
         # Directories answer to the directory rule, which hides less; files to their own.
-        found = self.storage.walk_files(self.root, skip_dir=partial(is_hidden, directory=True), skip_file=is_hidden)
+        found = self.storage.walk_files(self.root, skip_dir=_skip_directory, skip_file=is_hidden)
         # Spark reads no 0-byte file (no footer, no rows; spark.read.parquet skips them): neither do queries and builds.
         found = {path: stamp for path, stamp in found.items() if stamp.size}
         if exclude is not None and exclude.startswith(f"{self.root}/"):

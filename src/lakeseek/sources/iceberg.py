@@ -18,11 +18,12 @@ import re
 from collections.abc import Callable, Mapping
 
 from lakeseek.engine.runner import Runner
-from lakeseek.exceptions import LakeNotFoundError, UnsupportedLakeError
-from lakeseek.io import Stamp, Storage
+from lakeseek.exceptions import LakeNotFoundError, LakeseekError, UnsupportedLakeError
+from lakeseek.io import Stamp, Storage, storage_for
 from lakeseek.lake.files import plain_schema
-from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, table_errors, table_library
+from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, TableName, table_errors, table_library
 
+CATALOG_SCHEME = "iceberg"
 METADATA = "metadata"
 HINT = "version-hint.text"
 # pyiceberg's errors have no common base (a damaged metadata file raises its ValidationError).
@@ -44,11 +45,37 @@ def _number(name: str) -> int:
 
 
 class IcebergSource(LakeSource):
+    """An Iceberg table by its location, or through its catalog (``catalog``: the catalog's
+    name in pyiceberg's configuration and the table's ``namespace.table``)."""
+
     name = "iceberg"
+
+    def __init__(self, storage: Storage, root: str, catalog: tuple[str, str] | None = None) -> None:
+        super().__init__(storage, root)
+        self.catalog = catalog
+        self._loaded_catalog = None
+
+    @property
+    def uri(self) -> str:
+        if self.catalog is None:
+            return super().uri
+        return f"{CATALOG_SCHEME}://{self.catalog[0]}/{self.catalog[1]}"
+
+    @property
+    def shown_root(self) -> str:
+        return super().shown_root if self.catalog is None else self.uri
 
     # -- the table ----------------------------------------------------------------------------
     def version(self, known: str | None = None) -> str | None:
-        """The newest metadata file's name (``version-hint.text`` where the table keeps one)."""
+        """The current metadata file: as the catalog names it (its URI), else the newest in
+        ``metadata/`` (its name; ``version-hint.text`` names it where the table keeps one)."""
+        if self.catalog is not None:
+            with table_errors(self, *_LIBRARY_ERRORS):
+                current = self._catalog_table().metadata_location
+            # Named as by the table's location where it is there, so that either way of opening
+            # the table gives one token per version.
+            inside = f"{self.storage.uri(f'{self.root}/{METADATA}')}/"
+            return current[len(inside) :] if current.startswith(inside) else current
         try:
             hint = self.storage.read(f"{self.root}/{METADATA}/{HINT}").decode().strip()
             names = [f"v{hint}.metadata.json"] if hint.isdigit() else []
@@ -59,11 +86,26 @@ class IcebergSource(LakeSource):
             names = [name for name in names if _NUMBERED.fullmatch(name)] + ([known] if known else [])
         if not names:
             raise LakeNotFoundError(f"no Iceberg table at {self.shown_root}: no metadata file")
-        return max(names, key=_number)
+        newest = max(names, key=_number)
+        rivals = {name for name in names if _number(name) == _number(newest)}
+        if len(rivals) > 1:
+            # Writers that raced for one sequence number: only the table's catalog knows which won.
+            raise UnsupportedLakeError(
+                f"Iceberg table {self.shown_root} has {len(rivals)} metadata files numbered {_number(newest)} "
+                f"({', '.join(sorted(rivals))}): open it through its catalog, "
+                f"as {CATALOG_SCHEME}://CATALOG/NAMESPACE.TABLE"
+            )
+        return newest
+
+    def _catalog_table(self):
+        if self._loaded_catalog is None:
+            catalogs = table_library(self, "pyiceberg.catalog", "an Apache Iceberg")
+            self._loaded_catalog = catalogs.load_catalog(self.catalog[0], **_io_properties(self))
+        return self._loaded_catalog.load_table(self.catalog[1])
 
     def _table(self, metadata: str):
         tables = table_library(self, "pyiceberg.table", "an Apache Iceberg")
-        uri = self.storage.uri(f"{self.root}/{METADATA}/{metadata}")
+        uri = metadata if "://" in metadata else self.storage.uri(f"{self.root}/{METADATA}/{metadata}")
         return tables.StaticTable.from_metadata(uri, _io_properties(self))
 
     def snapshot(self, *, exclude: str | None = None) -> Snapshot:
@@ -121,3 +163,18 @@ def _io_properties(source: LakeSource) -> dict[str, str]:
         "azure_storage_sas_token": "adls.sas-token",
     }
     return {names[key]: value for key, value in config.items() if key in names}
+
+
+def open_catalog_table(location: str, storage_options: Mapping[str, object] | None) -> IcebergSource:
+    """The table ``iceberg://CATALOG/NAMESPACE.TABLE``, through the catalog of that name in
+    pyiceberg's own configuration (``.pyiceberg.yaml``, or ``PYICEBERG_CATALOG__...`` variables)."""
+    catalog, _, identifier = location[len(f"{CATALOG_SCHEME}://") :].partition("/")
+    if not catalog or "." not in identifier.strip("."):
+        raise LakeseekError(f"{location} is no Iceberg catalog table: write {CATALOG_SCHEME}://CATALOG/NAMESPACE.TABLE")
+    named = TableName(IcebergSource.name, location)
+    catalogs = table_library(named, "pyiceberg.catalog", "an Apache Iceberg")
+    with table_errors(named, *_LIBRARY_ERRORS):
+        table_location = catalogs.load_catalog(catalog).load_table(identifier).location()
+    # The catalog is loaded again by the source, with the object store's settings for its files.
+    storage, root = storage_for(table_location, storage_options)
+    return IcebergSource(storage, root, (catalog, identifier))

@@ -1,0 +1,126 @@
+"""A watched local lake is not listed again while nothing changed, and every change is seen:
+each check below changes the lake between two queries on one handle and compares with a
+fresh full scan (the oracle reads every file)."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+
+import pytest
+
+import lakeseek
+from lakeseek.io import counting
+from tests.lakes import all_rows, ids, matching, to_sql, typed_rows, write_file
+
+
+@pytest.fixture
+def lake(tmp_path):
+    root = str(tmp_path / "lake")
+    for number in range(4):
+        write_file(f"{root}/region=east/part-{number}.parquet", typed_rows(random.Random(number), number * 100, 100))
+    lakeseek.create_index(root, ["id"], engine="local")
+    return root
+
+
+def _exact(index: lakeseek.Index, root: str) -> None:
+    rows = all_rows(root)
+    for tree in (("=", "id", 5), ("and", (">=", "id", 150), ("<", "id", 260)), (">=", "id", 5000)):
+        assert ids(index.read(to_sql(tree))) == ids(matching(rows, tree)), tree
+
+
+def _listings(index: lakeseek.Index) -> int:
+    """How many times a query listed the lake (beyond checking that its root is there)."""
+    with counting() as io:
+        index.files("id = 5")
+    return io.lists - 1
+
+
+def test_an_unchanged_lake_is_not_listed_again(lake):
+    index = lakeseek.open_index(lake)
+    index.files("id = 5")
+    assert _listings(index) == 0
+    assert _listings(lakeseek.open_index(lake)) == 0  # another handle on the same lake too
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "append",
+        "remove",
+        "rewrite in place, mtime restored",
+        "new partition directory",
+        "rename in",
+        "truncate",
+    ],
+)
+def test_every_change_is_seen_by_the_next_query(lake, tmp_path, change):
+    index = lakeseek.open_index(lake)
+    index.files("id = 5")
+    target = f"{lake}/region=east/part-1.parquet"
+    if change == "append":
+        write_file(f"{lake}/region=east/part-9.parquet", typed_rows(random.Random(9), 9000, 10))
+    elif change == "remove":
+        os.remove(target)
+    elif change == "rewrite in place, mtime restored":
+        before = os.stat(target)
+        write_file(f"{tmp_path}/new.parquet", typed_rows(random.Random(6), 9300, 10))  # outside the lake
+        with open(f"{tmp_path}/new.parquet", "rb") as source, open(target, "r+b") as out:
+            out.write(source.read())  # the same inode, written in place
+            out.truncate()
+        os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    elif change == "new partition directory":
+        write_file(f"{lake}/region=west/deep/part-0.parquet", typed_rows(random.Random(8), 9100, 10))
+    elif change == "rename in":
+        write_file(f"{lake}/_staging/part-7.parquet", typed_rows(random.Random(7), 9200, 10))
+        os.rename(f"{lake}/_staging/part-7.parquet", f"{lake}/region=east/part-7.parquet")
+    else:
+        open(target, "wb").close()  # 0 bytes: no longer a data file
+    assert _listings(index) == 1
+    _exact(index, lake)
+
+
+@pytest.mark.parametrize("link", ["symlink", "hard link"])
+def test_files_written_through_another_path_are_listed_on_every_query(lake, tmp_path, link):
+    outside = str(tmp_path / "elsewhere.parquet")
+    write_file(outside, typed_rows(random.Random(3), 5000, 10))
+    (os.symlink if link == "symlink" else os.link)(outside, f"{lake}/region=east/linked.parquet")
+    index = lakeseek.open_index(lake)
+    _exact(index, lake)
+    write_file(f"{tmp_path!s}/other.parquet", typed_rows(random.Random(4), 7000, 10))
+    with open(f"{tmp_path!s}/other.parquet", "rb") as source, open(outside, "r+b") as target:
+        target.write(source.read())  # through the outside path: no watched directory sees it
+        target.truncate()
+    assert _listings(index) == 1
+    _exact(index, lake)
+
+
+def test_a_lake_moved_away_and_back_is_listed_again(lake, tmp_path):
+    index = lakeseek.open_index(lake)
+    index.files("id = 5")
+    shutil.move(lake, f"{tmp_path}/aside")
+    shutil.copytree(f"{tmp_path}/aside", lake)
+    assert _listings(index) == 1
+    _exact(index, lake)
+
+
+def test_lakes_beyond_the_watched_ones_stay_exact(tmp_path, monkeypatch):
+    """The process watches a few trees at most: the one used least recently is unwatched (and
+    listed again when next used), every answer stays exact."""
+    from lakeseek.io import watch
+
+    monkeypatch.setattr(watch, "MAX_TREES", 2)
+    lakes = []
+    for number in range(4):
+        root = str(tmp_path / f"lake{number}")
+        write_file(f"{root}/part-0.parquet", typed_rows(random.Random(number), number * 1000, 20))
+        lakeseek.create_index(root, ["id"], engine="local")
+        lakes.append(lakeseek.open_index(root))
+    for handle in lakes * 2:
+        handle.files("id = 5")
+    assert _listings(lakes[-1]) == 0  # watched: used last
+    assert _listings(lakes[0]) == 1  # unwatched to make room, listed (and watched) again
+    for number, handle in enumerate(lakes):
+        write_file(f"{handle.source}/part-1.parquet", typed_rows(random.Random(9), 50_000 + number, 1))
+        assert ids(handle.read(f"id = {50_000 + number}")) == [50_000 + number]
