@@ -17,15 +17,12 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeseek.caches import Once, cache_for
-from lakeseek.commits.checks import problems
-from lakeseek.commits.leases import Leases
 from lakeseek.commits.log import IndexLog, LogEntry
 from lakeseek.exceptions import IndexCorruptError, InvalidArgumentError, LakeseekError, PredicateParseError
 from lakeseek.expressions import Predicate
@@ -33,7 +30,7 @@ from lakeseek.expressions.arrow import read_matching
 from lakeseek.expressions.binding import bind, resolve_column, value_type
 from lakeseek.expressions.sql import parse_where
 from lakeseek.format.lineage import Lineage
-from lakeseek.format.root import DELETED, ColumnStatus, Root
+from lakeseek.format.root import DELETED, Root
 from lakeseek.format.values import KeyValue, key_type_for
 from lakeseek.io import counting
 from lakeseek.kinds.base import KindReader
@@ -44,6 +41,7 @@ from lakeseek.locate import FILE, exact_keys, locate_keys, scan_keys
 from lakeseek.location import DEFAULT_NAME, LakeLike, Location, index_names, locate
 from lakeseek.planning import Explanation, Fallback, Plan, explanation, full_scan, plan
 from lakeseek.sources.base import Snapshot
+from lakeseek.status import IndexStatus, index_status
 
 # How often a handle takes the lake's snapshot: every query, once, or when the last one is older
 # than this many seconds.
@@ -92,37 +90,6 @@ def list_indexes(
         if log_.versions():
             found.append(Index(location, log_.latest()))
     return found
-
-
-@dataclass(frozen=True)
-class IndexStatus:
-    source: str
-    index: str
-    name: str
-    kind: str
-    state: str
-    version: int
-    last_operation: str
-    updated_ms: int
-    columns: list[ColumnStatus]
-    indexed_files: int
-    lake_files: int
-    new_files: list[str]
-    changed_files: list[str]
-    removed_files: list[str]
-    recorded_files: list[str]  # recorded by a quick refresh: scanned, not indexed
-    tombstoned_files: int  # removed or rewritten files whose entries lookups ignore until an optimize
-    index_bytes: int
-    running_operations: list[str]
-    problems: list[str]  # damaged or foreign files of the index, each with its repair
-
-    @property
-    def is_fresh(self) -> bool:
-        return not (self.new_files or self.changed_files or self.removed_files or self.recorded_files)
-
-    @property
-    def segments(self) -> int:
-        return max((c.segments for c in self.columns), default=0)
 
 
 class Index:
@@ -398,36 +365,8 @@ class Index:
         return self.lake.changes(then, snapshot)
 
     def status(self) -> IndexStatus:
-        state = self.lake_state()
-        leases = Leases(self.storage, self.index_dir).all()
-        try:
-            indexed_files = len(self.lineage())
-        except IndexCorruptError:
-            indexed_files = 0  # the problems name the damage
-
-        return IndexStatus(
-            source=self.source,
-            index=self._shown(self.index_dir),
-            name=self.name,
-            kind=self.root.kind,
-            state=self.root.state,
-            version=self.version,
-            last_operation=self.root.operation,
-            updated_ms=self.root.timestamp_ms,
-            columns=self.root.content.column_statuses(),
-            indexed_files=indexed_files,
-            lake_files=len(state.files),
-            new_files=state.new,
-            changed_files=state.changed,
-            removed_files=state.removed,
-            recorded_files=state.recorded,
-            tombstoned_files=len(self.root.lineage.removed),
-            index_bytes=self.root.index_bytes,
-            problems=problems(self.storage, self.index_dir, self.root),
-            running_operations=[
-                f"{lease.operation} ({lease.operation_id[:8]})" for lease in leases if lease.is_alive()
-            ],
-        )
+        """The index compared with the lake now: freshness, size, running operations, damage."""
+        return index_status(self)
 
     # -- internals --------------------------------------------------------------------------
     def _bind(self, where: str | Predicate, state: LakeState | None = None) -> Predicate:
@@ -495,6 +434,3 @@ class Index:
         if self._shared.first_time(reason):
             log.warning("%s", reason)
         return reason, fallback
-
-    def _shown(self, path: str) -> str:
-        return path if self.storage.is_local else self.storage.uri(path)
