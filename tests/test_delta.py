@@ -176,7 +176,9 @@ def test_the_source_format_can_be_forced(table, tmp_path):
     index = lakeseek.create_index(as_directory, ["id"], engine="local")
     assert index.lake.name == "directory"  # every Parquet file of the directory, removed ones too
     assert len(index.lake_state().files) > len(deltalake.DeltaTable(table).file_uris())
-    assert lakeseek.open_index(table).lake.name == "delta"
+    # The index covers the directory's files: the table it also is must be asked for as that.
+    with pytest.raises(lakeseek.LakeseekError, match="created on the lake as a directory lake, not a delta one"):
+        lakeseek.open_index(table)
     with pytest.raises(lakeseek.LakeseekError, match="give storage_options to open_lake"):
         lakeseek.open_index(as_directory, storage_options={"AWS_REGION": "x"})
 

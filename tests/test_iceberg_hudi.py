@@ -119,13 +119,23 @@ def test_an_iceberg_table_through_its_catalog(iceberg, catalog_config):
     # by its location alone the table is ambiguous; through the catalog it is not.
     current = iceberg.load_table("ns.events").metadata_location.removeprefix("file://")
     number = os.path.basename(current).split("-", 1)[0]
-    shutil.copy(current, f"{os.path.dirname(current)}/{number}-{uuid.uuid4()}.metadata.json")
+    # Named to sort before the current one: a listing that starts after it would miss it.
+    shutil.copy(current, f"{os.path.dirname(current)}/{number}-{uuid.UUID(int=0)}.metadata.json")
     _assert_exact(lakeseek.open_index(uri), iceberg.load_table("ns.events").scan().to_arrow())
     location = iceberg.load_table("ns.events").location().removeprefix("file://")
     with pytest.raises(lakeseek.UnsupportedLakeError, match="open it through its catalog"):
         lakeseek.open_index(location).files("id = 3")
     with pytest.raises(lakeseek.LakeseekError, match="is a iceberg table, not a delta lake"):
         lakeseek.open_lake(uri, source_format="delta")
+
+
+def test_a_metadata_listing_starts_where_no_later_number_is_missed():
+    from lakeseek.sources.iceberg import _listing_start
+
+    assert _listing_start("00012-5f0c.metadata.json") == "00012-"
+    assert _listing_start("09999-5f0c.metadata.json") == "09999-"
+    assert _listing_start("10000-5f0c.metadata.json") is None  # 100000-... sorts before it
+    assert _listing_start("v7.metadata.json") is None and _listing_start(None) is None
 
 
 def test_damaged_table_metadata_is_a_clear_error(iceberg):

@@ -38,7 +38,7 @@ from lakeseek.lake.files import reading_data_files
 from lakeseek.lake.schemas import current_partition_types, merge_schemas, spark_schema_json, with_partition_types
 from lakeseek.lake.state import Changes, LakeState, compare
 from lakeseek.locate import FILE, exact_keys, locate_keys, scan_keys
-from lakeseek.location import DEFAULT_NAME, LakeLike, Location, index_names, locate
+from lakeseek.location import DEFAULT_NAME, LakeLike, Location, as_indexed, index_names, locate
 from lakeseek.planning import Explanation, Fallback, Plan, explanation, full_scan, plan
 from lakeseek.sources.base import Snapshot
 from lakeseek.status import IndexStatus, index_status
@@ -102,7 +102,7 @@ class Index:
                 f"lake_listing must be 'per_query', 'once' or a number of seconds, not {lake_listing!r}"
             )
         self.lake_listing = lake_listing
-        self.location = location
+        self.location = as_indexed(location, root.source_format)
         self.root = root
         self._shared = cache_for(location)
         self._version = self._shared.version(location, root)

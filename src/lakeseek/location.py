@@ -7,6 +7,7 @@ lake out of what vacuum may delete.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ from lakeseek.exceptions import LakeNotFoundError, LakeseekError
 from lakeseek.io import Storage, storage_for
 from lakeseek.sources import open_lake
 from lakeseek.sources.base import LakeSource
-from lakeseek.sources.directory import is_hidden
+from lakeseek.sources.directory import DIRECTORY_SOURCES, DirectorySource, is_hidden
 
 DEFAULT_NAME = "default"
 _VALID_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -97,6 +98,23 @@ def locate(
             "the index does not reference: choose another --index or --name"
         )
     return Location(lake, home, name)
+
+
+def as_indexed(location: Location, source_format: str) -> Location:
+    """``location`` with its lake read as the source its index was created on: a lake opened as
+    a directory of Parquet files (by default, a directory is) is a directory of CSV or JSON
+    files when its index says so. Any other difference is an error, never a wrong reading."""
+    lake = location.source
+    if lake.name == source_format:
+        return location
+    if lake.name == DirectorySource.name and source_format in DIRECTORY_SOURCES:
+        reopened = DIRECTORY_SOURCES[source_format](lake.storage, lake.root)
+        reopened.storage_options = lake.storage_options
+        return dataclasses.replace(location, source=reopened)
+    raise LakeseekError(
+        f"index '{location.name}' was created on the lake as a {source_format} lake, "
+        f"not a {lake.name} one: open {lake.shown_root} with source_format={source_format!r}"
+    )
 
 
 def _check_home(lake: LakeSource, lake_root: str, home: str) -> None:

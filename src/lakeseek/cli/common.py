@@ -49,7 +49,10 @@ storage_option = click.option(
 source_format_option = click.option(
     "--source-format",
     default=None,
-    help="Read the lake as this source (directory, delta, iceberg, hudi); by default, as what its location holds.",
+    help=(
+        "Read the lake as this source (directory of Parquet files, csv, json, delta, iceberg, hudi); "
+        "by default, as what its location holds or its index records."
+    ),
 )
 
 

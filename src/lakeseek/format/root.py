@@ -21,10 +21,10 @@ from lakeseek.format.lineage import MAX_FILE_IDS, Lineage, read_lineage
 from lakeseek.format.sealed import index_path
 from lakeseek.io import Storage
 
-# 6: the index's kind and its own part under "index"; log entries carry the actions of their
-# commit. Earlier versions are not read: an index of one is created again (docs/format.md).
-FORMAT_VERSION = 6
-READABLE_FORMAT_VERSIONS = (6,)
+# 7: the root names the lake source it was created on (a directory of CSV files reads wrong as
+# Parquet). Earlier versions are not read: an index of one is created again (docs/format.md).
+FORMAT_VERSION = 7
+READABLE_FORMAT_VERSIONS = (7,)
 
 ACTIVE = "active"
 DELETED = "deleted"
@@ -217,6 +217,8 @@ class Root:
     # The lake source's token of the version the lineage describes, where the source has one
     # (a table format's version): while the lake is at that version, nothing changed.
     source_version: str | None = None
+    # The lake source the index was created on (lakeseek.sources: "directory", "csv", "delta", ...).
+    source_format: str = "directory"
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -246,6 +248,7 @@ class Root:
             "partition_columns": list(self.partition_columns),
             "lineage": self.lineage.to_json(),
             "source_version": self.source_version,
+            "source_format": self.source_format,
             "kind": self.kind,
             "index": self.content.to_json(),
         }
@@ -272,6 +275,9 @@ class Root:
             source_version = raw.get("source_version")
             if source_version is not None and not isinstance(source_version, str):
                 raise ValueError("the root's source version is not text")
+            source_format = raw["source_format"]
+            if not isinstance(source_format, str):
+                raise ValueError("the root's source format is not text")
             root = cls(
                 version=int(raw["version"]),
                 operation=str(raw["operation"]),
@@ -285,6 +291,7 @@ class Root:
                 kind=kind,
                 content=decode_content(kind, raw["index"]),
                 source_version=source_version,
+                source_format=source_format,
             )
             unknown = set(root.partition_columns) | set(root.columns)
             if not unknown <= set(root.schema.names):

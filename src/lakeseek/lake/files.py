@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from lakeseek.exceptions import DataFileError
-from lakeseek.lake.datetimes import RebasedDataset, open_parquet, parquet_format, spark_arrow_schema, spark_view
+from lakeseek.lake.datetimes import RebasedDataset
+from lakeseek.lake.formats import DataFile
 from lakeseek.lake.schemas import match_columns, spellings, without_spellings
 
 if TYPE_CHECKING:
@@ -42,26 +42,28 @@ def open_dataset(
 
     ``row_groups`` limits a file to some of its row groups (files absent from it are read whole).
     ``sizes`` of the files, when known, spare an object store a HEAD request per file.
-    Dates and timestamps read as Spark reads them (:mod:`lakeseek.lake.datetimes`): INT96 as
-    microseconds, and the files Spark rebases from the Julian calendar rebased. Partition
-    values of timestamps are in ``time_zone``, as Spark's session reads them.
+    Files read in the source's format (:mod:`lakeseek.lake.formats`): Parquet's dates and
+    timestamps as Spark reads them (:mod:`lakeseek.lake.datetimes`). Partition values of
+    timestamps are in ``time_zone``, as Spark's session reads them.
     """
     fields = partition_fields(schema, partition_columns)
-    parquet = parquet_format()
+    data_format = source.data_format
+    file_format = data_format.dataset_format(pa.schema([f for f in schema if f.name not in partition_columns]))
     selected = row_groups or {}
     known = sizes or {}
     fs = source.storage.fs
     fragments = [
-        parquet.make_fragment(
+        data_format.fragment(
+            file_format,
             source.path(path),
             fs,
             source.partition_expression(path, fields, time_zone) if partition_columns else ds.scalar(True),
-            row_groups=selected.get(path),
-            file_size=known.get(path),
+            known.get(path),
+            selected.get(path),
         )
         for path in paths
     ]
-    return spark_view(ds.FileSystemDataset(fragments, schema, parquet, fs))
+    return data_format.view(ds.FileSystemDataset(fragments, schema, file_format, fs))
 
 
 def open_files(
@@ -165,15 +167,15 @@ def _field_without_views(field: pa.Field) -> pa.Field:
     return field.with_type(without_views(field.type))
 
 
-def open_data_file(source: LakeSource, path: str, size: int | None = None) -> pq.ParquetFile:
-    """One data file of the lake, opened (its footer read); ``size``, when known, spares an
-    object store a HEAD request."""
-    return open_parquet(source.storage.open_input(source.path(path), size))
+def open_data_file(source: LakeSource, path: str, size: int | None = None) -> DataFile:
+    """One data file of the lake, opened in the source's format (a Parquet file: its footer
+    read); ``size``, when known, spares an object store a HEAD request."""
+    return source.data_format.open(source.storage.open_input(source.path(path), size))
 
 
 def file_schema(source: LakeSource, path: str, size: int | None = None) -> pa.Schema:
-    """The Arrow schema lakeseek reads a data file with (INT96 as Spark types it)."""
-    return plain_schema(spark_arrow_schema(open_data_file(source, path, size)))
+    """The Arrow schema lakeseek reads a data file with (Parquet's INT96 as Spark types it)."""
+    return plain_schema(open_data_file(source, path, size).schema)
 
 
 def file_schemas(source: LakeSource, paths: Sequence[str], sizes: Mapping[str, int] | None = None) -> list[pa.Schema]:
@@ -219,7 +221,9 @@ def reading_data_files(source: LakeSource, paths: Sequence[str]) -> Iterator[Non
         if not source.storage.is_file(source.path(culprit)):
             raise DataFileError(f"data file {location} was removed while the query read it: run it again") from error
         reason = reason.split(source.path(culprit), 1)[-1].lstrip("': ") or reason
-        raise DataFileError(f"cannot read data file {location} (not Parquet, or damaged): {reason}") from error
+        raise DataFileError(
+            f"cannot read data file {location} (not {source.data_format.title}, or damaged): {reason}"
+        ) from error
 
 
 # What pyarrow says of bytes that are not (or no longer) a whole Parquet file.
@@ -240,7 +244,7 @@ def _unreadable_file(source: LakeSource, paths: Sequence[str], error: Exception)
         return max(named, key=len)  # 'a/b.parquet' also contains 'b.parquet' of another directory
     for path in paths:
         try:
-            pq.read_metadata(source.path(path), filesystem=source.storage.fs)
+            open_data_file(source, path)
         except (pa.ArrowInvalid, OSError):
             return path
     return None

@@ -22,7 +22,7 @@ from lakeseek.format.root import ACTIVE, LineageSet, Root
 from lakeseek.index import Index
 from lakeseek.kinds import DEFAULT_KIND, kind_named
 from lakeseek.lake.state import compare
-from lakeseek.location import LakeLike, locate
+from lakeseek.location import LakeLike, as_indexed, locate
 from lakeseek.operations.protocol import (
     LazyRunner,
     Operation,
@@ -71,6 +71,8 @@ def create_index(
     location.require_lake()
     log = IndexLog(location.storage, location.index_dir)
     latest = log.latest() if log.versions() else None
+    if latest is not None:
+        location = as_indexed(location, latest.source_format)
     chosen = kind_named(kind or (latest.kind if latest else DEFAULT_KIND))
     config = chosen.configure(options)
     if latest is not None:
@@ -130,6 +132,7 @@ def _create(op: Operation, kind: str, config: Any, names: list[str], runner: Laz
         kind=kind,
         content=content,
         source_version=snapshot.version,
+        source_format=location.source.name,
     )
     try:
         op.commit_first(root)

@@ -36,7 +36,7 @@ from lakeseek.io import Stamp
 from lakeseek.kinds import kind_named
 from lakeseek.kinds.base import Job, OperationFiles
 from lakeseek.lake.schemas import current_partition_types, spark_schema_json, with_partition_types
-from lakeseek.location import LakeLike, Location, locate
+from lakeseek.location import LakeLike, Location, as_indexed, locate
 from lakeseek.operations.names import discard, recover
 from lakeseek.sources.base import Snapshot, merged_schema
 
@@ -152,9 +152,10 @@ def existing(
 ) -> Location:
     location = locate(source, index, name, storage_options=storage_options)
     location.require_lake()
-    if not IndexLog(location.storage, location.index_dir).versions():
+    log = IndexLog(location.storage, location.index_dir)
+    if not log.versions():
         raise IndexNotFoundError(f"no lakeseek index '{location.name}' at {location.home}")
-    return location
+    return as_indexed(location, log.latest().source_format)
 
 
 def require_active(root: Root, location: Location) -> Requirement:

@@ -1,5 +1,6 @@
 """Lake sources, chosen by what a lake's location holds: a Delta, Iceberg or Hudi table's log,
-or else a directory of Parquet files. A source registers itself with :func:`register_source`."""
+or else a directory of Parquet files (of CSV or JSON lines files when named so). A source
+registers itself with :func:`register_source`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from lakeseek.exceptions import LakeNotFoundError, LakeseekError
 from lakeseek.io import Storage, storage_for
 from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot
 from lakeseek.sources.delta import DeltaSource, is_delta
-from lakeseek.sources.directory import DirectorySource
+from lakeseek.sources.directory import DIRECTORY_SOURCES, DirectorySource
 from lakeseek.sources.hudi import HudiSource, is_hudi
 from lakeseek.sources.iceberg import CATALOG_SCHEME, IcebergSource, is_iceberg, open_catalog_table
 
@@ -41,10 +42,11 @@ def open_lake(
     location: str, storage_options: Mapping[str, object] | None = None, *, source_format: str | None = None
 ) -> LakeSource:
     """The lake at ``location`` (a local path or a URI), as its source reads it: the source
-    ``source_format`` names (``directory``, ``delta``, ``iceberg``, ``hudi``, or one registered
-    since), else the one that recognises the location (a table format's log), else a directory
-    of files. ``storage_options`` configure its object store (see :mod:`lakeseek.io`). A table
-    in a catalog is named by a URI of its own scheme: ``iceberg://CATALOG/NAMESPACE.TABLE``.
+    ``source_format`` names (``directory`` of Parquet files, ``csv``, ``json``, ``delta``,
+    ``iceberg``, ``hudi``, or one registered since), else the one that recognises the location
+    (a table format's log), else a directory of Parquet files. ``storage_options`` configure
+    its object store (see :mod:`lakeseek.io`). A table in a catalog is named by a URI of its
+    own scheme: ``iceberg://CATALOG/NAMESPACE.TABLE``.
 
     Every function that takes a lake's location takes the lake this returns too: opened so,
     with a ``source_format``, it is read as that source."""
@@ -60,12 +62,12 @@ def open_lake(
     if source_format is None:
         source = next((opener(storage, root) for _, detect, opener in _SOURCES if detect(storage, root)), None)
         source = source or DirectorySource(storage, root)
-    elif source_format == DirectorySource.name:
-        source = DirectorySource(storage, root)
+    elif source_format in DIRECTORY_SOURCES:
+        source = DIRECTORY_SOURCES[source_format](storage, root)
     else:
         sources = {name: (detect, opener) for name, detect, opener in _SOURCES}
         if source_format not in sources:
-            known = ", ".join(sorted([DirectorySource.name, *sources]))
+            known = ", ".join(sorted([*DIRECTORY_SOURCES, *sources]))
             raise LakeseekError(f"unknown lake source format {source_format!r} in this process (known: {known})")
         detect, opener = sources[source_format]
         if not detect(storage, root):

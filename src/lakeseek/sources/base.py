@@ -26,6 +26,7 @@ from lakeseek.exceptions import LakeMetadataError, LakeseekError, UnsupportedLak
 from lakeseek.format import values
 from lakeseek.io import Stamp, Storage
 from lakeseek.lake.files import distinct_schemas, open_files
+from lakeseek.lake.formats import PARQUET, DataFormat
 from lakeseek.lake.schemas import merge_schemas, spark_schema_json
 from lakeseek.lake.state import Changes
 
@@ -79,13 +80,15 @@ DEFAULT_HOME = "_lakeseek"
 
 
 class LakeSource(ABC):
-    """A lake whose data files are Parquet files of one storage, below one root.
+    """A lake whose data files are files of one format (:mod:`lakeseek.lake.formats`; Parquet
+    unless a source says otherwise) on one storage, below one root.
 
     A source is registered by name (:func:`lakeseek.sources.register_source`) in each process
     that opens the lake: build tasks open it again on Spark's executors, so the module that
     registers it must be imported there too (a task that finds another source raises)."""
 
     name: ClassVar[str]
+    data_format: ClassVar[DataFormat] = PARQUET
     # Whether Spark's own reading of the root as a directory of Parquet files reads exactly the
     # lake's files (a directory's); a table format's directory also holds files it removed.
     listed_by_spark: ClassVar[bool] = False

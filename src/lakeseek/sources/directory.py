@@ -1,4 +1,6 @@
-"""A lake that is a directory of Parquet files, read as ``spark.read.parquet`` reads it.
+"""A lake that is a directory of Parquet files, read as ``spark.read.parquet`` reads it, or of
+CSV files with a header line or JSON lines files (``source_format="csv"`` / ``"json"``), read as
+``spark.read.option("header", "true").csv`` and ``spark.read.json`` list them.
 
 Its data files are every file below the root whose path has no component Spark skips
 (:func:`is_hidden`), hive-partitioned or not; its partition values are the ``name=value``
@@ -18,8 +20,8 @@ import pyarrow.dataset as ds
 from lakeseek.engine.runner import Runner
 from lakeseek.exceptions import LakeNotFoundError
 from lakeseek.io import Stamp
-from lakeseek.lake.datetimes import spark_arrow_schema
-from lakeseek.lake.files import open_data_file, plain_schema
+from lakeseek.lake.files import file_schema
+from lakeseek.lake.formats import CSV, JSON
 from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, merged_schema
 from lakeseek.sources.partitions import (
     infer_partition_types,
@@ -65,7 +67,7 @@ class DirectorySource(LakeSource):
             raise LakeNotFoundError(f"lake not found: {self.root} is not a directory")
         # Directories answer to the directory rule, which hides less; files to their own.
         found = self.storage.walk_files(self.root, skip_dir=_skip_directory, skip_file=is_hidden)
-        # Spark reads no 0-byte file (no footer, no rows; spark.read.parquet skips them): neither do queries and builds.
+        # Spark reads no 0-byte file (no footer, no rows; Spark's readers skip them): neither do queries and builds.
         found = {path: stamp for path, stamp in found.items() if stamp.size}
         if exclude is not None and exclude.startswith(f"{self.root}/"):
             home = f"{exclude[len(self.root) + 1 :]}/"
@@ -84,17 +86,37 @@ class DirectorySource(LakeSource):
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The schema ``spark.read.option("mergeSchema", "true").parquet`` gives the lake, without
         Spark: the first file's columns, every other file's merged in (:mod:`lakeseek.lake.schemas`),
-        then the partition columns of its directories, typed as Spark infers them from every file's."""
+        then the partition columns of its directories, typed as Spark infers them from every file's.
+        A text file's columns are typed as pyarrow infers them from all of its rows."""
         first = next(iter(files))
         keys = [unescape_path_name(part.split("=", 1)[0]) for part in first.split("/")[:-1] if "=" in part]
         partition_columns = tuple(dict.fromkeys(keys))
-        physical = plain_schema(spark_arrow_schema(open_data_file(self, first, files[first].size)))
+        physical = file_schema(self, first, files[first].size)
         folded = {name.lower() for name in partition_columns}
         data = [field for field in physical if field.name.lower() not in folded]  # the directory's value wins
         types = infer_partition_types(files, partition_columns)
         partitions = [pa.field(name, types.get(name, pa.string())) for name in partition_columns]
         schema = merged_schema(self, runner, pa.schema(data + partitions), partition_columns, files)
         return LakeSchema.of(schema, partition_columns)
+
+
+class CsvDirectorySource(DirectorySource):
+    """A directory of CSV files, each with a header line (see :mod:`lakeseek.lake.formats.csv`)."""
+
+    name = "csv"
+    data_format = CSV
+
+
+class JsonDirectorySource(DirectorySource):
+    """A directory of JSON lines files (see :mod:`lakeseek.lake.formats.json`)."""
+
+    name = "json"
+    data_format = JSON
+
+
+# Directories are told apart by what their files hold, which no look at the root decides: a
+# directory is Parquet unless opened as one of the others.
+DIRECTORY_SOURCES = {source.name: source for source in (DirectorySource, CsvDirectorySource, JsonDirectorySource)}
 
 
 @lru_cache(maxsize=4096)

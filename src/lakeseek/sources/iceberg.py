@@ -80,8 +80,8 @@ class IcebergSource(LakeSource):
             hint = self.storage.read(f"{self.root}/{METADATA}/{HINT}").decode().strip()
             names = [f"v{hint}.metadata.json"] if hint.isdigit() else []
         except FileNotFoundError:
-            # Sequence-numbered names sort in their order: only the names past ``known`` are listed.
-            start = None if known is None or known.startswith("v") else f"{self.root}/{METADATA}/{known}"
+            start = _listing_start(known)
+            start = None if start is None else f"{self.root}/{METADATA}/{start}"
             names = [status.path.rsplit("/", 1)[-1] for status in _metadata_files(self.storage, self.root, start)]
             names = [name for name in names if _NUMBERED.fullmatch(name)] + ([known] if known else [])
         if not names:
@@ -178,3 +178,14 @@ def open_catalog_table(location: str, storage_options: Mapping[str, object] | No
     # The catalog is loaded again by the source, with the object store's settings for its files.
     storage, root = storage_for(table_location, storage_options)
     return IcebergSource(storage, root, (catalog, identifier))
+
+
+def _listing_start(known: str | None) -> str | None:
+    """Where a listing of ``metadata/`` may start to see every file numbered as ``known`` or
+    later: after its number's prefix (its rivals of the same number sort on either side of it),
+    while zero-padded numbers sort in their order; from the start once a number of more digits
+    could sort before it (past 09999 in the five digits pyiceberg writes)."""
+    if known is None or not _NUMBERED.fullmatch(known):
+        return None
+    prefix = known.split("-", 1)[0]
+    return f"{prefix}-" if prefix.startswith("0") else None

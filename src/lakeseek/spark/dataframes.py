@@ -35,7 +35,8 @@ def to_spark(index: Index, spark: SparkSession, where: str) -> DataFrame:
     """A Spark DataFrame of the rows matching ``where``, over the index's candidate files only.
 
     Same rows as ``spark.read.parquet(SOURCE).where(where)`` when Spark reads the predicate
-    as lakeseek does (see :func:`lakeseek.expressions.sql.to_spark_sql`).
+    as lakeseek does (see :func:`lakeseek.expressions.sql.to_spark_sql`); a CSV or JSON lake's
+    files are read by Spark's reader of that format with the index's schema.
     """
     from pyspark.sql.types import StructType
 
@@ -48,7 +49,7 @@ def to_spark(index: Index, spark: SparkSession, where: str) -> DataFrame:
     uris = [literal_path(lake.file_uri(path)) for path in chosen.files]
     # basePath is taken as it is, never as a glob pattern.
     reader = spark.read.schema(schema).option("basePath", lake.uri)
-    return reader.parquet(*uris).where(to_spark_sql(where))
+    return lake.data_format.spark_read(reader, uris).where(to_spark_sql(where))
 
 
 def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_column: str | None = None) -> DataFrame:
@@ -98,7 +99,7 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
     schema = spark_schema(index) if unindexed else None
     for path in unindexed:
         uri = lake.file_uri(path)
-        rows = spark.read.option("basePath", base).schema(schema).parquet(literal_path(uri))
+        rows = lake.data_format.spark_read(spark.read.option("basePath", base).schema(schema), [literal_path(uri)])
         values = rows.select(F.col(column).alias(KEY)).distinct()
         held = values.join(_exactly_as(wanted, values.schema[KEY].dataType), KEY).withColumn(FILE, F.lit(uri))
         parts.append(held)

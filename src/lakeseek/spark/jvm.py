@@ -33,6 +33,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import datasource as spark_filters
 
 from lakeseek.exceptions import LakeseekError
+from lakeseek.lake.formats import PARQUET
 from lakeseek.spark.dataframes import spark_schema
 from lakeseek.spark.datasource import open_source_index
 from lakeseek.spark.filters import Both, Either, usable
@@ -146,6 +147,11 @@ class IndexPlanner:
         from pyspark.sql.types import StructType
 
         index = open_source_index(json.loads(options))
+        if index.lake.data_format is not PARQUET:
+            raise LakeseekError(
+                f"the lakeseek Spark format reads Parquet lakes through Spark's Parquet scan; read the "
+                f"{index.lake.data_format.name} lake {index.source} with lakeseek.spark.to_spark"
+            )
         partitions = set(index.root.partition_columns)
         return StructType([f for f in spark_schema(index).fields if f.name not in partitions]).json()
 

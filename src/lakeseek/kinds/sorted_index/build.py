@@ -44,7 +44,6 @@ from lakeseek.kinds.sorted_index.index_file import (
     entry_schema,
     write_index_file,
 )
-from lakeseek.lake.datetimes import file_rebase
 from lakeseek.lake.files import open_data_file, partition_fields, reading_data_files
 from lakeseek.lake.schemas import match_columns
 from lakeseek.sources.base import LakeAddress, LakeSource
@@ -231,21 +230,18 @@ class _FileReader:
         """Per column, a table of its distinct keys (``key``), with ``row_group`` when asked."""
         file = open_data_file(self.source, path, size)
         # Each column under its own spelling, else the file's other spelling of it (lakeseek.lake.schemas).
-        physical = match_columns([c.name for c in columns if not c.is_partition], file.schema_arrow.names)
+        physical = match_columns([c.name for c in columns if not c.is_partition], file.schema.names)
         wanted = list(dict.fromkeys(physical.values()))
-        table = file.read(columns=wanted, use_threads=False) if wanted else None
-        rebase = file_rebase(file.metadata) if wanted else None
-        if rebase is not None:  # values Spark reads rebased from the Julian calendar
-            table = rebase.apply(table)
+        table = file.read(wanted) if wanted else None
         partition_values = (
             self.source.partition_values(path, self.partitioning, "UTC") if any(c.is_partition for c in columns) else {}
         )
         groups = None
         if row_groups:
-            sizes = [file.metadata.row_group(i).num_rows for i in range(file.metadata.num_row_groups)]
-            groups = pa.array(np.repeat(np.arange(len(sizes), dtype=np.int32), sizes))
+            group_rows = file.row_group_rows
+            groups = pa.array(np.repeat(np.arange(len(group_rows), dtype=np.int32), group_rows))
         # Without row groups, one value stands for a whole file (a partition value, or NULL).
-        rows = file.metadata.num_rows if row_groups else 1
+        rows = file.num_rows if row_groups else 1
         found = {}
         for column in columns:
             if column.is_partition:

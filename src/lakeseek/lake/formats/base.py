@@ -1,0 +1,90 @@
+"""What a lake's data files are written in: the interface every file format implements.
+
+A format opens one data file (its columns, rows and row groups, its values as lakeseek reads
+them), gives pyarrow's dataset format to read many, and names Spark's reader of the same files.
+A format is a module of this package registered by name (:func:`register_format`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+
+class DataFile(ABC):
+    """One opened data file."""
+
+    @property
+    @abstractmethod
+    def schema(self) -> pa.Schema:
+        """The file's columns as lakeseek reads them (before :func:`lakeseek.lake.files.plain_schema`)."""
+
+    @property
+    @abstractmethod
+    def num_rows(self) -> int: ...
+
+    @property
+    def row_group_rows(self) -> list[int]:
+        """The rows of each row group; a file of a format without row groups is one."""
+        return [self.num_rows]
+
+    @abstractmethod
+    def read(self, columns: list[str]) -> pa.Table:
+        """These columns of every row, with the values a dataset of the file reads."""
+
+
+class DataFormat(ABC):
+    name: ClassVar[str]
+    title: ClassVar[str]  # what messages call the files: "Parquet", "JSON lines"
+
+    @abstractmethod
+    def open(self, file: pa.NativeFile) -> DataFile:
+        """The data file ``file`` (a damaged one raises pyarrow's error, which callers name)."""
+
+    @abstractmethod
+    def dataset_format(self, schema: pa.Schema) -> ds.FileFormat:
+        """pyarrow's format for reading files of the lake whose columns are ``schema``."""
+
+    def fragment(
+        self,
+        file_format: ds.FileFormat,
+        path: str,
+        fs: Any,
+        partition: ds.Expression,
+        size: int | None,
+        row_groups: Sequence[int] | None,
+    ) -> ds.Fragment:
+        """A fragment of one file (``row_groups``: only those, where the format has them; a
+        file without is its one row group)."""
+        return file_format.make_fragment(path, fs, partition, file_size=size, **self.row_group_options(row_groups))
+
+    def row_group_options(self, row_groups: Sequence[int] | None) -> dict[str, Any]:
+        """What a fragment of ``file_format`` takes to read only some row groups."""
+        return {}
+
+    def view(self, dataset: ds.FileSystemDataset) -> Any:
+        """``dataset`` as lakeseek reads it (Parquet: dates and timestamps as Spark reads them)."""
+        return dataset
+
+    @abstractmethod
+    def spark_read(self, reader: Any, uris: list[str]) -> Any:
+        """The DataFrame Spark's own reader (``reader``: a DataFrameReader with the schema set)
+        gives over the files ``uris``, for the same rows lakeseek reads."""
+
+
+_FORMATS: dict[str, DataFormat] = {}
+
+
+def register_format(data_format: DataFormat) -> DataFormat:
+    _FORMATS[data_format.name] = data_format
+    return data_format
+
+
+def format_named(name: str) -> DataFormat:
+    if name not in _FORMATS:
+        raise KeyError(name)
+    return _FORMATS[name]

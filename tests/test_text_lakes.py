@@ -1,0 +1,259 @@
+"""Directories of CSV (with a header line) and JSON lines files as lakes: every answer is compared
+with DuckDB reading the same files with the same column types (DuckDB's own readers, not
+pyarrow's), on random predicates, and after the lake changes under the index."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+
+import duckdb
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import lakeseek
+from lakeseek.cli.main import main
+from lakeseek.exceptions import DataFileError, LakeseekError
+
+FORMATS = ["csv", "json"]
+NAMES = ["ann", "bob", "", "a,b", 'say "hi"', "Z", None]
+TIMES = [None, dt.datetime(2024, 1, 1, 0, 0), dt.datetime(2024, 1, 1, 12, 30, 15), dt.datetime(2031, 6, 1, 8, 0)]
+
+
+def _rows(rng: random.Random, first: int, count: int) -> list[dict]:
+    return [
+        {
+            "id": first + i,
+            "code": rng.choice([None, -3, 0, 7, 41, 2**40]),
+            "amount": rng.choice([None, 0.5, -12.25, 3.0, 1e10]),
+            "name": rng.choice(NAMES),
+            "flag": rng.choice([True, False, None]),
+            "ts": rng.choice(TIMES),
+        }
+        for i in range(count)
+    ]
+
+
+def _write(path: str, rows: list[dict], file_format: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if file_format == "csv":
+        table = pa.Table.from_pylist(rows)
+        pacsv.write_csv(table, path, pacsv.WriteOptions(quoting_style="needed"))
+        return
+    with open(path, "w") as out:
+        for row in rows:  # a NULL field is sometimes left out of the object, as JSON writers do
+            kept = {k: v for k, v in row.items() if v is not None or row["id"] % 2}
+            out.write(json.dumps(kept, default=lambda t: t.isoformat(sep=" ")) + "\n")
+
+
+def _make_lake(root: str, file_format: str, seed: int = 3) -> int:
+    rng = random.Random(seed)
+    next_id = 0
+    for region in ["eu", "us"]:
+        for part in range(3):
+            count = rng.randrange(1, 40)
+            _write(f"{root}/region={region}/part-{part}.{file_format}", _rows(rng, next_id, count), file_format)
+            next_id += count
+    return next_id
+
+
+_DUCKDB_TYPES = {"int64": "BIGINT", "double": "DOUBLE", "string": "VARCHAR", "bool": "BOOLEAN"}
+
+
+def _duckdb_type(arrow_type: pa.DataType) -> str:
+    return "TIMESTAMP" if pa.types.is_timestamp(arrow_type) else _DUCKDB_TYPES[str(arrow_type)]
+
+
+def _oracle(index: lakeseek.Index, where: str) -> list[int]:
+    """The ids DuckDB's own CSV / JSON reader finds over every file of the lake now."""
+    return sorted(found for found, _ in _matches(index, where))
+
+
+def _matches(index: lakeseek.Index, where: str) -> list[tuple[int, str]]:
+    """(id, file) of each matching row, as DuckDB's own CSV / JSON reader finds them."""
+    schema = index.schema
+    columns = {f.name: _duckdb_type(f.type) for f in schema if f.name != "region"}
+    files = [f"{index.lake_root}/{path}" for path in sorted(index.lake_state().files)]
+    typed = "{" + ", ".join(f"'{name}': '{kind}'" for name, kind in columns.items()) + "}"
+    partitions = "hive_partitioning = true, hive_types = {'region': 'VARCHAR'}, filename = true"
+    if index.lake.name == "csv":
+        dialect = "delim = ',', quote = '\"', escape = '\"', allow_quoted_nulls = false"
+        scan = f"read_csv({files}, header = true, {dialect}, columns = {typed}, {partitions})"
+    else:
+        scan = f"read_json({files}, format = 'newline_delimited', columns = {typed}, {partitions})"
+    found = duckdb.sql(f"SELECT id, filename FROM {scan} WHERE {where.replace('`', '')}").fetchall()
+    return [(found_id, os.path.relpath(file, index.lake_root)) for found_id, file in found]
+
+
+def _assert_exact(index: lakeseek.Index, where: str) -> None:
+    matches = _matches(index, where)
+    assert sorted(index.read(where).column("id").to_pylist()) == sorted(found for found, _ in matches), where
+    assert {file for _, file in matches} <= set(index.plan(where).files), where
+
+
+@pytest.fixture(params=FORMATS)
+def text_lake(request, tmp_path):
+    root = str(tmp_path / f"lake-{request.param}")
+    _make_lake(root, request.param)
+    return root, request.param
+
+
+def _literal(value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(value).upper()
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    return repr(value)
+
+
+@st.composite
+def _predicates(draw, depth: int = 0) -> str:
+    if depth < 2 and draw(st.integers(0, 2)) == 0:
+        joiner = draw(st.sampled_from(["AND", "OR"]))
+        return f"({draw(_predicates(depth + 1))}) {joiner} ({draw(_predicates(depth + 1))})"
+    column, values = draw(
+        st.sampled_from(
+            [
+                ("id", list(range(0, 120, 7))),
+                ("code", [-3, 0, 7, 41, 2**40]),
+                ("amount", [0.5, -12.25, 3.0, 1e10]),
+                ("name", [n for n in NAMES if n is not None]),
+                ("flag", [True, False]),
+                ("ts", [t for t in TIMES if t is not None]),
+                ("region", ["eu", "us"]),
+            ]
+        )
+    )
+    value = draw(st.sampled_from(values))
+    form = draw(st.sampled_from(["=", "<>", "<", ">=", "in", "is null", "not"]))
+    if form == "in":
+        return f"{column} IN ({', '.join(_literal(v) for v in draw(st.lists(st.sampled_from(values), min_size=1)))})"
+    if form == "is null":
+        return f"{column} IS NULL"
+    if form == "not":
+        return f"NOT ({column} = {_literal(value)})"
+    return f"{column} {form} {_literal(value)}"
+
+
+@pytest.mark.parametrize("file_format", FORMATS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=_predicates())
+def test_random_predicates_on_a_text_lake_match_duckdb(tmp_path_factory, file_format, where):
+    index = _indexed(tmp_path_factory, file_format)
+    _assert_exact(index, where)
+
+
+_INDEXED: dict[str, lakeseek.Index] = {}
+
+
+def _indexed(tmp_path_factory, file_format: str) -> lakeseek.Index:
+    """One indexed lake per format for the property test (hypothesis calls it many times)."""
+    if file_format not in _INDEXED:
+        root = str(tmp_path_factory.mktemp(f"property-{file_format}") / "lake")
+        _make_lake(root, file_format, seed=11)
+        lake = lakeseek.open_lake(root, source_format=file_format)
+        lakeseek.create_index(lake, ["id", "code", "name", "ts", "region"], engine="local", chunk_rows=8)
+        _INDEXED[file_format] = lakeseek.open_index(root)
+    return _INDEXED[file_format]
+
+
+def test_a_text_lake_indexed_on_spark_is_the_one_indexed_locally(text_lake, spark):
+    root, file_format = text_lake
+    lake = lakeseek.open_lake(root, source_format=file_format)
+    on_spark = lakeseek.create_index(lake, ["id", "name", "region"], name="spark", spark=spark)
+    local = lakeseek.create_index(lake, ["id", "name", "region"], name="local", engine="local")
+    assert on_spark.lake.name == file_format and on_spark.root.source_format == file_format
+    assert on_spark.schema.equals(local.schema)
+    for where in ["id = 5", "name = ''", "name IS NULL", "region = 'us' AND id > 30", "name = 'a,b'"]:
+        assert on_spark.files(where) == local.files(where)
+        _assert_exact(on_spark, where)
+
+
+def test_a_text_lake_changed_under_its_index_stays_exact(text_lake):
+    root, file_format = text_lake
+    lake = lakeseek.open_lake(root, source_format=file_format)
+    lakeseek.create_index(lake, ["id", "name"], engine="local", chunk_rows=8)
+    wheres = ["id = 3", "id >= 100", "name = 'bob'", "name = ''", "region = 'eu' OR id = 2000"]
+    rng = random.Random(9)
+    _write(f"{root}/region=eu/new.{file_format}", _rows(rng, 2000, 12), file_format)  # added
+    os.remove(f"{root}/region=us/part-0.{file_format}")  # removed
+    _write(f"{root}/region=eu/part-1.{file_format}", _rows(rng, 100, 5), file_format)  # rewritten
+    stale = lakeseek.open_index(root)  # no source format: the index says what the lake is
+    assert stale.lake.name == file_format
+    state = stale.lake_state()
+    assert state.new and state.removed and state.changed
+    for where in wheres:
+        _assert_exact(stale, where)
+    refreshed = lakeseek.refresh_index(root, "incremental", engine="local")
+    assert refreshed.lake_state().is_fresh
+    optimized = lakeseek.optimize_index(root, "full", engine="local")
+    for where in wheres:
+        _assert_exact(refreshed, where)
+        _assert_exact(optimized, where)
+    assert optimized.plan("id = 2003").index_used
+    assert optimized.files("id = 2003") == [f"{root}/region=eu/new.{file_format}"]
+
+
+def test_a_text_lake_through_spark(text_lake, spark):
+    from lakeseek.spark import to_spark
+
+    root, file_format = text_lake
+    index = lakeseek.create_index(lakeseek.open_lake(root, source_format=file_format), ["id"], engine="local")
+    for where in ["id = 5", "id < 10 AND region = 'eu'", "name = 'ann'"]:
+        rows = to_spark(index, spark, where).select("id").collect()
+        assert sorted(row.id for row in rows) == _oracle(index, where)
+
+
+def test_a_text_lake_opened_as_another_source_is_refused(text_lake):
+    root, file_format = text_lake
+    lakeseek.create_index(lakeseek.open_lake(root, source_format=file_format), ["id"], engine="local")
+    other = "json" if file_format == "csv" else "csv"
+    refused = f"created on the lake as a {file_format} lake.*source_format='{file_format}'"
+    with pytest.raises(LakeseekError, match=refused):
+        lakeseek.open_index(lakeseek.open_lake(root, source_format=other))
+    with pytest.raises(LakeseekError, match=f"created on the lake as a {file_format} lake"):
+        lakeseek.refresh_index(lakeseek.open_lake(root, source_format=other), engine="local")
+
+
+def test_a_text_lake_from_the_command_line(text_lake):
+    root, file_format = text_lake
+    runner = CliRunner()
+    arguments = ["create", root, "--columns", "id", "--source-format", file_format, "--engine", "local"]
+    created = runner.invoke(main, arguments)
+    assert created.exit_code == 0, created.output
+    found = runner.invoke(main, ["query", root, "--where", "id = 4", "--format", "json"])  # the index knows the format
+    assert found.exit_code == 0, found.output
+    assert [json.loads(line)["id"] for line in found.output.splitlines()] == [4]
+
+
+def test_a_damaged_text_file_is_named(text_lake):
+    root, file_format = text_lake
+    index = lakeseek.create_index(lakeseek.open_lake(root, source_format=file_format), ["id"], engine="local")
+    damaged = f"{root}/region=eu/part-2.{file_format}"
+    with open(damaged, "a") as out:
+        out.write('"unterminated\n' if file_format == "csv" else "{not json\n")
+    with pytest.raises(DataFileError, match="part-2"):
+        index.read("id >= 0")
+
+
+def test_the_spark_formats_on_a_text_lake(text_lake, spark, jvm_source):
+    """The Python data source reads any lake lakeseek reads; the JVM one is Spark's Parquet
+    scan, and says so rather than reading CSV or JSON files as Parquet."""
+    root, file_format = text_lake
+    index = lakeseek.create_index(lakeseek.open_lake(root, source_format=file_format), ["id"], engine="local")
+    python_format = "lakeseek_python" if jvm_source else "lakeseek"
+    rows = spark.read.format(python_format).load(root).where("id < 12 AND region = 'eu'").select("id").collect()
+    assert sorted(row.id for row in rows) == _oracle(index, "id < 12 AND region = 'eu'")
+    if jvm_source:
+        with pytest.raises(Exception, match="reads Parquet lakes through Spark's Parquet scan"):
+            spark.read.format("lakeseek").load(root).collect()
