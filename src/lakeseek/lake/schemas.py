@@ -32,7 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakeseek.exceptions import IncompatibleSchemaError
+from lakeseek.exceptions import IncompatibleSchemaError, UnsupportedLakeError
 
 # Schema metadata: {column: [its other spellings in some files]}, for columns named differently
 # (in case only) by some files.
@@ -265,7 +265,10 @@ def spark_type(arrow_type: pa.DataType) -> Any:
         return "timestamp" if t.tz is not None else "timestamp_ntz"
     from pyspark.sql.pandas.types import from_arrow_type
 
-    return from_arrow_type(t).jsonValue()
+    try:
+        return from_arrow_type(t).jsonValue()
+    except TypeError as error:  # pyspark's PySparkTypeError: a type Spark has no counterpart of
+        raise UnsupportedLakeError(f"the lake has a column of type {t}, which Spark has no type for") from error
 
 
 def spark_schema_json(

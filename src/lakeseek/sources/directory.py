@@ -20,7 +20,7 @@ import pyarrow.dataset as ds
 from lakeseek.engine.runner import Runner
 from lakeseek.exceptions import LakeNotFoundError
 from lakeseek.io import Stamp
-from lakeseek.lake.files import file_schema
+from lakeseek.lake.files import file_schema, reading_data_files
 from lakeseek.lake.formats import CSV, JSON
 from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, merged_schema
 from lakeseek.sources.partitions import (
@@ -91,7 +91,8 @@ class DirectorySource(LakeSource):
         first = next(iter(files))
         keys = [unescape_path_name(part.split("=", 1)[0]) for part in first.split("/")[:-1] if "=" in part]
         partition_columns = tuple(dict.fromkeys(keys))
-        physical = file_schema(self, first, files[first].size)
+        with reading_data_files(self, [first]):  # a damaged first file, named
+            physical = file_schema(self, first, files[first].size)
         folded = {name.lower() for name in partition_columns}
         data = [field for field in physical if field.name.lower() not in folded]  # the directory's value wins
         types = infer_partition_types(files, partition_columns)

@@ -223,14 +223,18 @@ class _FileReader:
         self.source = source
         self.schema = schema
         self.partitioning = partition_fields(schema, partition_columns)  # values parsed as Spark does, in UTC
+        self.data_columns = [name for name in schema.names if name not in partition_columns]
 
     def distinct_keys(
         self, path: str, size: int, columns: tuple[IndexedColumn, ...] | list[IndexedColumn], row_groups: bool = False
     ) -> dict[str, pa.Table]:
         """Per column, a table of its distinct keys (``key``), with ``row_group`` when asked."""
         file = open_data_file(self.source, path, size)
-        # Each column under its own spelling, else the file's other spelling of it (lakeseek.lake.schemas).
-        physical = match_columns([c.name for c in columns if not c.is_partition], file.schema.names)
+        # Each column under its own spelling, else the file's other spelling of it (lakeseek.lake.schemas),
+        # matched among all the lake's columns as reads match them: a file's 'Name' is the lake's
+        # 'name' only where the lake has no 'Name' of its own.
+        matched = match_columns(self.data_columns, file.schema.names)
+        physical = {c.name: matched[c.name] for c in columns if not c.is_partition and c.name in matched}
         wanted = list(dict.fromkeys(physical.values()))
         table = file.read(wanted) if wanted else None
         partition_values = (

@@ -34,8 +34,27 @@ class TextFile(DataFile):
 class TextFormat(DataFormat):
     def open(self, file: pa.NativeFile) -> TextFile:
         block = min(LARGEST_BLOCK, max(SMALLEST_BLOCK, file.size() + 1))
-        return TextFile(self.read_whole(file, block))
+        table = self.read_whole(file, block)
+        names = table.schema.names
+        twice = next((name for name in names if names.count(name) > 1), None)
+        if twice is not None:
+            raise pa.ArrowInvalid(f"the file names column '{twice}' twice")
+        return TextFile(_in_microseconds(table))
 
     @abstractmethod
     def read_whole(self, file: pa.NativeFile, block_size: int) -> pa.Table:
         """Every row of ``file``, its column types inferred from ``block_size`` bytes."""
+
+
+def _in_microseconds(table: pa.Table) -> pa.Table:
+    """Timestamps in microseconds, as Spark holds them: whole seconds and nanoseconds (which
+    pyarrow infers from text) would merge across files into nanoseconds, which end in 2262.
+    A column with digits past the microsecond keeps its nanoseconds."""
+    for position, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type) and field.type.unit != "us":
+            try:
+                column = table.column(position).cast(pa.timestamp("us", field.type.tz))
+            except pa.ArrowInvalid:
+                continue
+            table = table.set_column(position, field.with_type(column.type), column)
+    return table
