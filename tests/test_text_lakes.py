@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import os
 import random
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -329,3 +330,36 @@ def test_a_file_that_cannot_be_read_is_named_in_one_line(tmp_path, file_format, 
     with pytest.raises(DataFileError, match="a\\." + file_format) as raised:
         lakeseek.create_index(_lake_of(tmp_path, file_format, files), ["id"], engine="local")
     assert len(str(raised.value).splitlines()) == 1
+
+
+_STEPS = st.sampled_from(["add", "remove", "rewrite", "incremental", "quick", "optimize", "full"])
+
+
+@pytest.mark.parametrize("file_format", FORMATS)
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(_STEPS, _predicates()), min_size=1, max_size=6), seed=st.integers(0, 10**6))
+def test_generated_histories_of_a_text_lake_stay_exact(tmp_path_factory, file_format, steps, seed):
+    """Random lake changes and index operations, each followed by a random query on a handle
+    held from the start and on a newly opened one, against DuckDB over the files then."""
+    root = str(tmp_path_factory.mktemp(f"history-{file_format}") / "lake")
+    rng = random.Random(seed)
+    next_id = _make_lake(root, file_format, seed=seed) + 1000
+    lakeseek.create_index(lakeseek.open_lake(root, source_format=file_format), ["id", "name"], engine="local")
+    held = lakeseek.open_index(root)
+    for step, where in steps:
+        files = sorted(str(path) for path in Path(root).glob(f"region=*/*.{file_format}"))
+        if step == "add":
+            region = rng.choice(["eu", "us"])
+            _write(f"{root}/region={region}/added-{next_id}.{file_format}", _rows(rng, next_id, 7), file_format)
+            next_id += 7
+        elif step == "remove" and len(files) > 1:
+            os.remove(rng.choice(files))
+        elif step == "rewrite" and files:
+            _write(rng.choice(files), _rows(rng, next_id, rng.randrange(1, 9)), file_format)
+            next_id += 9
+        elif step in ("incremental", "quick", "full"):
+            lakeseek.refresh_index(root, step, engine="local")
+        elif step == "optimize":
+            lakeseek.optimize_index(root, "full", engine="local")
+        _assert_exact(held, where)
+        _assert_exact(lakeseek.open_index(root), where)
