@@ -30,7 +30,7 @@ test: $(VENV)/.installed $(AZURITE)
 FUZZ_EXAMPLES ?= 200
 fuzz: $(VENV)/.installed $(AZURITE)
 	LAKESEEK_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q --hypothesis-show-statistics \
-		tests/test_differential.py tests/test_damage.py tests/test_histories.py
+		tests/test_differential.py tests/test_damage.py tests/test_histories.py tests/test_text_lakes.py
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/needle.py
