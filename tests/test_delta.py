@@ -114,13 +114,11 @@ def test_an_unchanged_table_is_checked_with_one_listing_of_its_log(table, monkey
     assert lakeseek.open_index(table).lake_state().new  # a new version: its files are read
 
 
-def test_what_lakeseek_does_not_read_yet_is_refused(table, monkeypatch):
-    def with_vectors(self):
-        return pa.table({"filepath": ["f.parquet"], "selection_vector": [[True, False]]})
-
-    monkeypatch.setattr(deltalake.DeltaTable, "deletion_vectors", with_vectors)
-    with pytest.raises(lakeseek.UnsupportedLakeError, match="deletion vectors"):
-        lakeseek.create_index(table, ["id"], engine="local")
+def test_what_lakeseek_does_not_read_yet_is_refused(tmp_path):
+    path = str(tmp_path / "mapped")
+    deltalake.write_deltalake(path, _rows(0, 5), configuration={"delta.columnMapping.mode": "name"})
+    with pytest.raises(lakeseek.UnsupportedLakeError, match="column mapping"):
+        lakeseek.create_index(path, ["id"], engine="local")
 
 
 def test_a_damaged_commit_is_a_clear_error(table):
@@ -188,3 +186,17 @@ def test_the_source_format_can_be_forced(table, tmp_path):
     assert result.exit_code == 1 and "no delta table" in result.stderr and len(result.stderr.splitlines()) == 1
     result = CliRunner().invoke(main, ["status", table, "--source-format", "orc"])
     assert result.exit_code == 1 and "unknown lake source format 'orc'" in result.stderr
+
+
+@pytest.mark.spark
+def test_spark_reads_only_the_tables_active_files_when_its_index_is_gone(table, jvm_spark):
+    """The index cannot narrow the scan any more: the table's files are still named, never the
+    directory Spark lists (which holds the files the table removed)."""
+    import shutil
+    from pathlib import Path
+
+    lakeseek.create_index(table, ["id"], engine="local")
+    frame = jvm_spark.read.format("lakeseek").load(table)
+    shutil.rmtree(Path(table) / "_lakeseek")
+    for where in ("id = 7", "id > 40", "true"):
+        assert sorted(row["id"] for row in frame.where(where).select("id").collect()) == _oracle(table, where), where

@@ -311,7 +311,7 @@ class Index:
         schema = self.schema_of(state)
         partitions = self.root.partition_columns
         files = state.files
-        return lambda paths: self.lake.dataset(paths, schema, partitions, sizes={p: files[p].size for p in paths})
+        return lambda paths: self.lake.dataset(paths, schema, partitions, stamps={p: files[p] for p in paths})
 
     # -- state ------------------------------------------------------------------------------
     def lake_state(self) -> LakeState:
@@ -391,8 +391,8 @@ class Index:
         stamps = state.files
         self.storage.count_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
         with reading_data_files(self.lake, files):  # a damaged or vanished file, named
-            sizes = {path: stamps[path].size for path in files if path in stamps}
-            dataset = self.lake.dataset(files, schema, self.root.partition_columns, row_groups, sizes=sizes)
+            known = {path: stamps[path] for path in files if path in stamps}
+            dataset = self.lake.dataset(files, schema, self.root.partition_columns, row_groups, stamps=known)
             return read_matching(dataset, selected, predicate, schema)
 
     def _plan(self, predicate: Predicate, state: LakeState) -> Plan:

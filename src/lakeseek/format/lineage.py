@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format.sealed import check_sealed, sealed_name
-from lakeseek.io import Storage
+from lakeseek.io import Stamp, Storage
 
 SCHEMA = pa.schema(
     [
@@ -50,6 +50,10 @@ class Lineage:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def stamps(self) -> list[Stamp]:
+        """Each file's stamp when it was indexed, in the order of ``ids``."""
+        return list(map(Stamp, self.sizes, self.mtimes, self.versions))
 
     @classmethod
     def concat(cls, parts: list[Lineage]) -> Lineage:

@@ -13,10 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from lakeseek.exceptions import DataFileError
+from lakeseek.exceptions import DataFileError, LakeMetadataError
+from lakeseek.io import Stamp
 from lakeseek.lake.datetimes import RebasedDataset
 from lakeseek.lake.formats import DataFile
 from lakeseek.lake.schemas import match_columns, spellings, without_spellings
@@ -36,21 +38,42 @@ def open_dataset(
     partition_columns: Sequence[str],
     row_groups: Mapping[str, Sequence[int]] | None = None,
     time_zone: str = "UTC",
-    sizes: Mapping[str, int] | None = None,
-) -> ds.FileSystemDataset | RebasedDataset:
-    """A pyarrow dataset over exactly these data files, with their partition values.
+    stamps: Mapping[str, Stamp] | None = None,
+) -> ds.FileSystemDataset | RebasedDataset | _Files:
+    """A pyarrow dataset over exactly these data files, with their partition values, without
+    the rows the source deleted from them (:meth:`LakeSource.deleted_rows`).
 
     ``row_groups`` limits a file to some of its row groups (files absent from it are read whole).
-    ``sizes`` of the files, when known, spare an object store a HEAD request per file.
+    ``stamps``, the lake's stamps of the files: their sizes spare an object store a HEAD request
+    per file, and they name the content whose deleted rows are left out.
     Files read in the source's format (:mod:`lakeseek.lake.formats`): Parquet's dates and
     timestamps as Spark reads them (:mod:`lakeseek.lake.datetimes`). Partition values of
     timestamps are in ``time_zone``, as Spark's session reads them.
     """
+    known = stamps or {}
+    deleted = {path: rows for path in paths if (rows := source.deleted_rows(path, known.get(path))) is not None}
+    whole = [path for path in paths if path not in deleted]
+    dataset = _dataset(source, whole, schema, partition_columns, row_groups or {}, time_zone, known)
+    if not deleted:
+        return dataset
+    # A file that lost rows is read whole, so that its rows keep their positions.
+    parts = [_WithoutRows(_dataset(source, [path], schema, partition_columns, {}, time_zone, known), rows, path)
+             for path, rows in deleted.items()]  # fmt: skip
+    return _Files(schema, [dataset, *parts] if whole else parts)
+
+
+def _dataset(
+    source: LakeSource,
+    paths: list[str],
+    schema: pa.Schema,
+    partition_columns: Sequence[str],
+    row_groups: Mapping[str, Sequence[int]],
+    time_zone: str,
+    stamps: Mapping[str, Stamp],
+) -> ds.FileSystemDataset | RebasedDataset:
     fields = partition_fields(schema, partition_columns)
     data_format = source.data_format
     file_format = data_format.dataset_format(pa.schema([f for f in schema if f.name not in partition_columns]))
-    selected = row_groups or {}
-    known = sizes or {}
     fs = source.storage.fs
     fragments = [
         data_format.fragment(
@@ -58,12 +81,24 @@ def open_dataset(
             source.path(path),
             fs,
             source.partition_expression(path, fields, time_zone) if partition_columns else ds.scalar(True),
-            known.get(path),
-            selected.get(path),
+            stamps[path].size if path in stamps else None,
+            row_groups.get(path),
         )
         for path in paths
     ]
     return data_format.view(ds.FileSystemDataset(fragments, schema, file_format, fs))
+
+
+def kept_rows(num_rows: int, deleted: np.ndarray, path: str) -> pa.BooleanArray:
+    """Which of a file's ``num_rows`` rows are the lake's, given the positions of those deleted."""
+    if len(deleted) and deleted[-1] >= num_rows:
+        raise LakeMetadataError(
+            f"the lake deletes row {deleted[-1]} of data file {path}, which has {num_rows} rows: "
+            "its deletion vector does not belong to this file"
+        )
+    keep = np.ones(num_rows, dtype=bool)
+    keep[deleted] = False
+    return pa.array(keep)
 
 
 def open_files(
@@ -82,7 +117,9 @@ def open_files(
         return open_dataset(source, paths, schema, partition_columns, row_groups, **options)
     data = [name for name in schema.names if name not in partition_columns]
     renamed: dict[str, dict[str, str]] = {}
-    for path, found in zip(paths, file_schemas(source, paths, options.get("sizes")), strict=True):
+    stamps = options.get("stamps") or {}
+    sizes = {path: stamp.size for path, stamp in stamps.items()}
+    for path, found in zip(paths, file_schemas(source, paths, sizes), strict=True):
         names = {name: file_name for name, file_name in match_columns(data, found.names).items() if name != file_name}
         if names:
             renamed[path] = names
@@ -101,7 +138,8 @@ def open_files(
 
 class _Files:
     """The part of a pyarrow dataset lakeseek uses (``schema``, ``to_table``, ``to_batches``,
-    ``get_fragments``) over datasets of the same schema: its files, some read renamed."""
+    ``get_fragments``) over datasets of the same schema: its files, some read renamed, or
+    without rows the lake deleted."""
 
     def __init__(self, schema: pa.Schema, parts: list) -> None:
         self.schema = schema
@@ -121,6 +159,33 @@ class _Files:
 
     def count_rows(self, filter=None) -> int:
         return sum(part.count_rows(filter=filter) for part in self.parts)
+
+
+class _WithoutRows:
+    """One data file's dataset without the rows at ``deleted`` (positions in the file): read
+    whole when asked for rows, the deleted ones removed, then filtered and projected."""
+
+    def __init__(self, dataset: ds.FileSystemDataset | RebasedDataset, deleted: np.ndarray, path: str) -> None:
+        self.dataset = dataset
+        self.schema = dataset.schema
+        self.deleted = deleted
+        self.path = path
+
+    def get_fragments(self, filter=None):
+        return self.dataset.get_fragments()
+
+    def to_table(self, columns=None, filter=None, **kwargs) -> pa.Table:
+        table = self.dataset.to_table()  # in the file's order: the positions are of its rows
+        table = table.filter(kept_rows(table.num_rows, self.deleted, self.path))
+        if filter is not None:
+            table = table.filter(filter)
+        return table if columns is None else table.select(list(columns))
+
+    def to_batches(self, columns=None, filter=None, **kwargs):
+        yield from self.to_table(columns=columns, filter=filter).to_batches()
+
+    def count_rows(self, filter=None) -> int:
+        return self.to_table(filter=filter).num_rows
 
 
 def plain_schema(schema: pa.Schema) -> pa.Schema:

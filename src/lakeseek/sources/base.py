@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 
@@ -179,6 +180,13 @@ class LakeSource(ABC):
         index covered), where the files say (see :func:`lakeseek.lake.schemas.current_partition_types`)."""
         return {}
 
+    def deleted_rows(self, file: str, stamp: Stamp | None) -> np.ndarray | None:
+        """The positions (ascending) of the rows the source deleted from data file ``file``
+        without rewriting it (a Delta table's deletion vector), in the content ``stamp`` (the
+        lake's stamp of the file; None: the file as the source holds it now) identifies; None
+        when every row of the file is the lake's. Every read of the file leaves them out."""
+        return None
+
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The lake's schema when an index of ``files`` is created: by default every file's
         schema merged (:mod:`lakeseek.lake.schemas`), without partition columns."""
@@ -191,11 +199,12 @@ class LakeSource(ABC):
         partition_columns: Sequence[str],
         row_groups: Mapping[str, Sequence[int]] | None = None,
         time_zone: str = "UTC",
-        sizes: Mapping[str, int] | None = None,
+        stamps: Mapping[str, Stamp] | None = None,
     ):
         """A pyarrow dataset over exactly ``files``, read with ``schema`` (see
-        :func:`lakeseek.lake.files.open_files`); ``sizes`` of the files spare HEAD requests."""
-        return open_files(self, files, schema, partition_columns, row_groups, time_zone=time_zone, sizes=sizes)
+        :func:`lakeseek.lake.files.open_files`): the lake's ``stamps`` of the files spare HEAD
+        requests (their sizes) and say which rows the source deleted (:meth:`deleted_rows`)."""
+        return open_files(self, files, schema, partition_columns, row_groups, time_zone=time_zone, stamps=stamps)
 
 
 # Up to this many files, their footers are read in this process (by threads), else by a job.

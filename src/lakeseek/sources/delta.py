@@ -8,23 +8,31 @@ data file is listed), and what changed since is read from the JSON commits in be
 (``add`` and ``remove`` actions); when the log no longer holds them (cleaned up after a
 checkpoint), the files' stamps are compared instead.
 
-Not read yet, and refused rather than read wrong: deletion vectors (rows a file keeps that the
-table deleted) and column mapping (physical column names other than the table's).
+Deletion vectors (rows a file keeps that the table deleted, so that a delete rewrites no file)
+are read by deltalake, once per table version, and every read of such a file leaves those rows
+out (:meth:`LakeSource.deleted_rows`). A file's stamp names its deletion vector: a file that
+loses more rows (or gets rows back, by a restore) is a changed file, read without the index
+until a refresh indexes its rows now.
+
+Not read yet, and refused rather than read wrong: column mapping (physical column names other
+than the table's).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 
 from lakeseek.engine.runner import Runner
-from lakeseek.exceptions import LakeMetadataError, LakeNotFoundError, UnsupportedLakeError
+from lakeseek.exceptions import DataFileError, LakeMetadataError, LakeNotFoundError, UnsupportedLakeError
 from lakeseek.io import Stamp, Storage
 from lakeseek.lake.files import plain_schema
 from lakeseek.lake.state import Changes
@@ -32,6 +40,7 @@ from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, table_errors
 from lakeseek.sources.partitions import partition_value, values_expression
 
 LOG = "_delta_log"
+_VECTOR = "dv:"  # a stamp's version naming a deletion vector: dv:<rows deleted>-<their digest>
 _COMMIT = re.compile(r"([0-9]{20})\.json")
 _CHECKPOINT = re.compile(r"([0-9]{20})\.checkpoint(?:\.[0-9]+\.[0-9]+)?\.parquet")
 
@@ -46,6 +55,8 @@ class DeltaSource(LakeSource):
     def __init__(self, storage: Storage, root: str) -> None:
         super().__init__(storage, root)
         self._partitions: dict[str, dict[str, str | None]] = {}  # path -> raw partition values, per snapshot
+        # (path, the stamp's name of its deletion vector) -> the rows it deletes, of every version read.
+        self._deleted: dict[tuple[str, str], np.ndarray] = {}
 
     # -- the table ----------------------------------------------------------------------------
     def _table(self):
@@ -66,12 +77,15 @@ class DeltaSource(LakeSource):
             self._refuse_what_is_not_read(table)
             actions = pa.table(table.get_add_actions(flatten=True))
             version = str(table.version())
+            vectors = self._read_deletion_vectors(table)
         paths = [self._relative(path) for path in actions.column("path").to_pylist()]
         sizes = actions.column("size_bytes").to_pylist()
         mtimes = actions.column("modification_time").to_pylist()  # milliseconds
-        # Delta never rewrites a data file in place: path, size and time are its identity.
+        # Delta never rewrites a data file in place: path, size and time are its identity, with
+        # its deletion vector's rows.
         files = {
-            path: Stamp(size, mtime * 1_000_000, "") for path, size, mtime in zip(paths, sizes, mtimes, strict=True)
+            path: Stamp(size, mtime * 1_000_000, vectors.get(path, ""))
+            for path, size, mtime in zip(paths, sizes, mtimes, strict=True)
         }
         columns = [name for name in actions.column_names if name.startswith("partition.")]
         raw = {name.removeprefix("partition."): actions.column(name).to_pylist() for name in columns}
@@ -94,12 +108,42 @@ class DeltaSource(LakeSource):
             raise UnsupportedLakeError(
                 f"Delta table {self.shown_root} uses column mapping (mode {mode}): lakeseek does not read it yet"
             )
+
+    # -- deletion vectors --------------------------------------------------------------------------
+    def _read_deletion_vectors(self, table) -> dict[str, str]:
+        """The table's deletion vectors, kept by the name a file's stamp gives its vector: path
+        -> that name, for the files that have one. Only a table whose protocol allows them is asked."""
+        if "deletionVectors" not in (table.protocol().reader_features or []):
+            return {}
         vectors = pa.table(table.deletion_vectors())
-        if vectors.num_rows:
-            raise UnsupportedLakeError(
-                f"Delta table {self.shown_root} has deletion vectors on {vectors.num_rows} files: lakeseek does "
-                "not read them yet (a REORG ... APPLY (PURGE) rewrites those files without them)"
-            )
+        prefix = table.table_uri.rstrip("/") + "/"
+        names = {}
+        for uri, keep in zip(vectors.column("filepath").to_pylist(), vectors.column("selection_vector"), strict=True):
+            if not uri.startswith(prefix):
+                raise UnsupportedLakeError(
+                    f"Delta table {self.shown_root} deletes rows of {uri}, a file outside its root"
+                )
+            path = unquote(uri[len(prefix) :])
+            deleted = np.flatnonzero(~keep.values.to_numpy(zero_copy_only=False)).astype(np.int64)
+            digest = hashlib.blake2b(deleted.tobytes(), digest_size=8).hexdigest()
+            names[path] = name = f"{_VECTOR}{len(deleted)}-{digest}"
+            self._deleted[(path, name)] = deleted
+        return names
+
+    def deleted_rows(self, file: str, stamp: Stamp | None) -> np.ndarray | None:
+        if stamp is not None and not stamp.version.startswith(_VECTOR):
+            return None
+        if stamp is None or (file, stamp.version) not in self._deleted:
+            # A process (a task) that has not read the table's vectors, or a table that moved on.
+            current = self.snapshot().files.get(file)
+            if stamp is None:
+                return None if current is None else self._deleted.get((file, current.version))
+            if (file, stamp.version) not in self._deleted:
+                raise DataFileError(
+                    f"data file {self.shown(file)} changed while the query read it (the table deleted rows of it "
+                    "since): run it again"
+                )
+        return self._deleted[(file, stamp.version)]
 
     # -- versions ------------------------------------------------------------------------------
     def version(self, known: str | None = None) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -17,10 +18,12 @@ from lakeseek.locate import FILE
 from lakeseek.spark.paths import literal_path
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, DataFrameReader, SparkSession
     from pyspark.sql.types import StructType
 
     from lakeseek.index import Index
+    from lakeseek.io import Stamp
+    from lakeseek.sources.base import LakeSource
 
 
 def spark_schema(index: Index) -> StructType:
@@ -45,11 +48,32 @@ def to_spark(index: Index, spark: SparkSession, where: str) -> DataFrame:
     schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
     if not chosen.files:
         return spark.createDataFrame([], schema)
-    lake = index.lake
-    uris = [literal_path(lake.file_uri(path)) for path in chosen.files]
     # basePath is taken as it is, never as a glob pattern.
-    reader = spark.read.schema(schema).option("basePath", lake.uri)
-    return lake.data_format.spark_read(reader, uris).where(to_spark_sql(where))
+    reader = spark.read.schema(schema).option("basePath", index.lake.uri)
+    return read_files(spark, index.lake, reader, chosen.files, state.files).where(to_spark_sql(where))
+
+
+def read_files(
+    spark: SparkSession, lake: LakeSource, reader: DataFrameReader, files: list[str], stamps: Mapping[str, Stamp]
+) -> DataFrame:
+    """Spark's reader of the lake's format (``reader``: schema and options set) over these
+    files of the lake, without the rows the lake deleted from them (see
+    :meth:`lakeseek.sources.base.LakeSource.deleted_rows`): those are told apart by the row's
+    position in its Parquet file (``_metadata.row_index``)."""
+    from pyspark.sql import functions as F
+
+    deleted = {path: rows for path in files if (rows := lake.deleted_rows(path, stamps.get(path))) is not None}
+    whole = [literal_path(lake.file_uri(path)) for path in files if path not in deleted]
+    frames = [lake.data_format.spark_read(reader, whole)] if whole else []
+    for path, rows in deleted.items():
+        frame = lake.data_format.spark_read(reader, [literal_path(lake.file_uri(path))])
+        positions = spark.createDataFrame(pa.table({_ROW: pa.array(rows, pa.int64())}))
+        with_positions = frame.withColumn(_ROW, F.col("_metadata.row_index"))
+        frames.append(with_positions.join(F.broadcast(positions), _ROW, "left_anti").drop(_ROW))
+    return functools.reduce(lambda a, b: a.unionByName(b), frames)
+
+
+_ROW = "__lakeseek_row_index"
 
 
 def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_column: str | None = None) -> DataFrame:
@@ -99,7 +123,7 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
     schema = spark_schema(index) if unindexed else None
     for path in unindexed:
         uri = lake.file_uri(path)
-        rows = lake.data_format.spark_read(spark.read.option("basePath", base).schema(schema), [literal_path(uri)])
+        rows = read_files(spark, lake, spark.read.option("basePath", base).schema(schema), [path], state.files)
         values = rows.select(F.col(column).alias(KEY)).distinct()
         held = values.join(_exactly_as(wanted, values.schema[KEY].dataType), KEY).withColumn(FILE, F.lit(uri))
         parts.append(held)

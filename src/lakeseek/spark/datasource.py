@@ -41,8 +41,10 @@ from pyspark.sql.types import StructField, StructType
 
 from lakeseek.exceptions import LakeseekError
 from lakeseek.index import Index, open_index
+from lakeseek.io import Stamp
 from lakeseek.planning import Plan
 from lakeseek.sources import open_lake
+from lakeseek.sources.base import LakeSource
 from lakeseek.spark.dataframes import spark_schema
 from lakeseek.spark.filters import Pushed, conjunction, usable
 from lakeseek.spark.scan import (
@@ -132,11 +134,16 @@ def open_source_index(options: Mapping[str, str]) -> Index:
         )
     try:
         # "once": a scan lists the lake once, and plans and sizes its files from that listing.
-        lake = open_lake(path, storage_options(options), source_format=read_option(options, "source_format"))
         index, name = read_option(options, "index"), read_option(options, "name")
-        return open_index(lake, index=index, name=name, lake_listing="once")
+        return open_index(open_source_lake(options), index=index, name=name, lake_listing="once")
     except LakeseekError as error:
         raise type(error)(f"lakeseek data source over {path}: {error}") from error
+
+
+def open_source_lake(options: Mapping[str, str]) -> LakeSource:
+    """The lake the read options name (its ``path``, ``source_format`` and storage options)."""
+    path = read_option(options, "path")
+    return open_lake(path, storage_options(options), source_format=read_option(options, "source_format"))
 
 
 SOURCE_OPTIONS_KEY = "lakeseek.options"
@@ -254,15 +261,15 @@ class LakeseekReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         """The candidate files, packed by size as Spark packs a Parquet scan's files."""
         chosen = self.index_plan()
-        sizes = self._file_sizes()
-        listed = [(path, sizes.get(path)) for path in chosen.files]
+        stamps = self._file_stamps()
+        listed = [(path, stamps[path].size if path in stamps else None) for path in chosen.files]
         # Spark's file scans skip 0-byte files (no Parquet footer to read): so does this one.
         files = [(path, size or 0) for path, size in listed if size != 0]
         return [
             LakeseekPartition(
                 tuple(group),
                 {path: chosen.row_groups[path] for path in group if path in chosen.row_groups},
-                {path: sizes[path] for path in group if path in sizes},
+                {path: stamps[path] for path in group if path in stamps},
             )
             for group in pack(files, self.settings)
         ]
@@ -289,12 +296,11 @@ class LakeseekReader(DataSourceReader):
             time_zone=self.settings.time_zone,
         )
 
-    def _file_sizes(self) -> dict[str, int]:
+    def _file_stamps(self) -> Mapping[str, Stamp]:
         try:
-            files = self.index.lake_state().files  # the listing the plan used (lake_listing="once")
+            return self.index.lake_state().files  # the listing the plan used (lake_listing="once")
         except LakeseekError:
-            files = self.index.lake.snapshot(exclude=self.index.location.home).files
-        return {path: stamp[0] for path, stamp in files.items()}
+            return self.index.lake.snapshot(exclude=self.index.location.home).files
 
 
 __all__ = ["FORMAT", "LakeseekDataSource", "LakeseekReader", "open_source_index", "register"]

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -33,15 +33,19 @@ from pyspark.sql import SparkSession
 from pyspark.sql import datasource as spark_filters
 
 from lakeseek.exceptions import LakeseekError
+from lakeseek.io import Stamp
 from lakeseek.lake.formats import PARQUET
+from lakeseek.sources.base import LakeSource
+from lakeseek.spark import PYTHON_FORMAT
 from lakeseek.spark.dataframes import spark_schema
-from lakeseek.spark.datasource import open_source_index
+from lakeseek.spark.datasource import open_source_index, open_source_lake
 from lakeseek.spark.filters import Both, Either, usable
 from lakeseek.spark.scan import plan_scan
 
 log = logging.getLogger("lakeseek")
 JAVA_SOURCES = Path(__file__).parent / "java"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+REFUSED = "\1"  # Planner.REFUSED: the scan must not run, and why
 
 
 def install(spark: SparkSession) -> bool:
@@ -157,18 +161,31 @@ class IndexPlanner:
 
     def candidates(self, options: str, filters: Iterable[Any]) -> str | None:
         """The relative paths of the files that may match, NUL-separated; None to read every
-        file Spark lists. A lake that is not the directory Spark lists (a table format's, whose
-        directory holds files the table removed) always gets its files named."""
+        file Spark lists; REFUSED and why, when Spark's scan cannot read the lake's rows. A lake
+        that is not the directory Spark lists (a table format's, whose directory holds files the
+        table removed) always gets its files named."""
         try:
-            index = open_source_index(json.loads(options))
+            return self._candidates(json.loads(options), filters)
+        except LakeseekError as error:
+            return REFUSED + str(error)
+
+    def _candidates(self, options: dict, filters: Iterable[Any]) -> str | None:
+        try:
+            index = open_source_index(options)
         except LakeseekError as error:
             log.warning("lakeseek could not open the index (%s): every file of the lake is read", error)
-            return None
+            lake = open_source_lake(options)
+            if lake.listed_by_spark:
+                return None
+            files = lake.snapshot().files
+            _refuse_deleted_rows(lake, list(files), files)
+            return "\0".join(files)
         converted = [spark_filter for jvm_filter in filters if (spark_filter := self.to_filter(jvm_filter))]
         pushed = [found for spark_filter in converted if (found := usable(spark_filter, index.schema))]
         if not pushed and index.lake.listed_by_spark:
             return None
         plan = plan_scan(index, [found.predicate for found in pushed])
+        _refuse_deleted_rows(index.lake, plan.files, index.lake_state().files)
         return "\0".join(plan.files) if plan.index_used or not index.lake.listed_by_spark else None
 
     def to_filter(self, jvm_filter: Any) -> spark_filters.Filter | None:
@@ -213,6 +230,18 @@ class IndexPlanner:
         if kind == "java.time.LocalDate":
             return dt.date(1970, 1, 1) + dt.timedelta(days=utils.localDateToDays(value))
         return value  # a JVM object spark_literal does not take: the filter stays with Spark alone
+
+
+def _refuse_deleted_rows(lake: LakeSource, files: list[str], stamps: Mapping[str, Stamp]) -> None:
+    """Spark's Parquet scan reads every row of a file: a lake that deleted rows of one of the
+    files to read (a Delta table's deletion vectors) cannot be read by it, and is refused."""
+    losing = [path for path in files if lake.deleted_rows(path, stamps.get(path)) is not None]
+    if losing:
+        raise LakeseekError(
+            f"the lakeseek Spark format reads files through Spark's Parquet scan, which cannot leave out the rows "
+            f"{lake.shown_root} deleted from {len(losing)} of them ({lake.shown(losing[0])}, ...: deletion vectors); "
+            f"read it with format '{PYTHON_FORMAT}' or lakeseek.spark.to_spark"
+        )
 
 
 def column_path(name: str) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions import Constant, Predicate
 from lakeseek.expressions.arrow import to_arrow
 from lakeseek.index import Index
+from lakeseek.io import Stamp
 from lakeseek.lake.files import reading_data_files
 from lakeseek.planning import Fallback, Plan, full_scan
 from lakeseek.sources.base import LakeAddress
@@ -116,7 +117,8 @@ class LakeseekPartition(InputPartition):
 
     files: tuple[str, ...]
     row_groups: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    sizes: dict[str, int] = field(default_factory=dict)  # bytes, as listed: read with no HEAD request
+    # As the plan saw them: read with no HEAD request, and without the rows the lake deleted.
+    stamps: dict[str, Stamp] = field(default_factory=dict)
 
 
 def plan_scan(index: Index, predicates: Sequence[Predicate]) -> Plan:
@@ -169,7 +171,7 @@ def read_partition(spec: ScanSpec, partition: LakeseekPartition, schema: StructT
         spec.partition_columns,
         partition.row_groups or None,
         time_zone=session_time_zone() or spec.time_zone,  # partition timestamps, as Spark reads them
-        sizes=partition.sizes,
+        stamps=partition.stamps,
     )
     arrow_filter = None if spec.predicate is None else to_arrow(spec.predicate, spec.dataset_schema)
     target = output_schema(schema)

@@ -32,7 +32,7 @@ from lakeseek.expressions.binding import resolve_column, value_type
 from lakeseek.format import values
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import sort_key
-from lakeseek.io import Address
+from lakeseek.io import Address, Stamp
 from lakeseek.kinds.base import Job
 from lakeseek.kinds.sorted_index.content import IndexConfig, Segment
 from lakeseek.kinds.sorted_index.index_file import (
@@ -44,7 +44,7 @@ from lakeseek.kinds.sorted_index.index_file import (
     entry_schema,
     write_index_file,
 )
-from lakeseek.lake.files import open_data_file, partition_fields, reading_data_files
+from lakeseek.lake.files import kept_rows, open_data_file, partition_fields, plain_schema, reading_data_files
 from lakeseek.lake.schemas import match_columns
 from lakeseek.sources.base import LakeAddress, LakeSource
 
@@ -159,12 +159,12 @@ class IndexJob:
     def _boundaries(self, columns: list[IndexedColumn], files: Lineage) -> dict[str, list]:
         """Range boundaries per column, from the distinct keys of a few evenly spread files."""
         step = max(1, len(files) // SAMPLE_FILES)
-        sampled = list(zip(files.paths[::step], files.sizes[::step], strict=True))
+        sampled = list(zip(files.paths[::step], files.stamps()[::step], strict=True))
         reader = _FileReader(self.job.source, self.job.schema, self.job.partition_columns)
         keys: dict[str, list[pa.Array]] = defaultdict(list)
-        for path, size in sampled:
+        for path, stamp in sampled:
             with reading_data_files(self.job.source, [path]):
-                distinct_keys = reader.distinct_keys(path, size, columns)
+                distinct_keys = reader.distinct_keys(path, stamp, columns)
             for column, distinct in distinct_keys.items():
                 keys[column].append(distinct.column(KEY).combine_chunks())
         scale = len(files) / len(sampled)
@@ -186,20 +186,20 @@ def _quantiles(sample: pa.Array, ranges: int) -> list:
     return [p for i, p in enumerate(picks) if i == 0 or sort_key(picks[i - 1]) < sort_key(p)]
 
 
-def _groups(lineage: Lineage, parallelism: int) -> list[list[tuple[int, str, int]]]:
+def _groups(lineage: Lineage, parallelism: int) -> list[list[tuple[int, str, Stamp]]]:
     """Files split into scan tasks of about BYTES_PER_SCAN_TASK, at least two per core."""
     total = sum(lineage.sizes)
     least = SCAN_TASKS_PER_CORE * parallelism
     count = max(1, min(len(lineage), max(least, math.ceil(total / BYTES_PER_SCAN_TASK))))
     target = total / count
-    groups: list[list[tuple[int, str, int]]] = [[]]
+    groups: list[list[tuple[int, str, Stamp]]] = [[]]
     filled = 0
-    for file_id, path, size in zip(lineage.ids, lineage.paths, lineage.sizes, strict=True):
+    for file_id, path, stamp in zip(lineage.ids, lineage.paths, lineage.stamps(), strict=True):
         if groups[-1] and filled >= target:
             groups.append([])
             filled = 0
-        groups[-1].append((file_id, path, size))
-        filled += size
+        groups[-1].append((file_id, path, stamp))
+        filled += stamp.size
     return groups
 
 
@@ -226,10 +226,15 @@ class _FileReader:
         self.data_columns = [name for name in schema.names if name not in partition_columns]
 
     def distinct_keys(
-        self, path: str, size: int, columns: tuple[IndexedColumn, ...] | list[IndexedColumn], row_groups: bool = False
+        self,
+        path: str,
+        stamp: Stamp,
+        columns: tuple[IndexedColumn, ...] | list[IndexedColumn],
+        row_groups: bool = False,
     ) -> dict[str, pa.Table]:
-        """Per column, a table of its distinct keys (``key``), with ``row_group`` when asked."""
-        file = open_data_file(self.source, path, size)
+        """Per column, a table of its distinct keys (``key``), with ``row_group`` when asked, in
+        the rows the lake keeps of the file (``stamp``: the lake's stamp of it)."""
+        file = open_data_file(self.source, path, stamp.size)
         # Each column under its own spelling, else the file's other spelling of it (lakeseek.lake.schemas),
         # matched among all the lake's columns as reads match them: a file's 'Name' is the lake's
         # 'name' only where the lake has no 'Name' of its own.
@@ -244,8 +249,16 @@ class _FileReader:
         if row_groups:
             group_rows = file.row_group_rows
             groups = pa.array(np.repeat(np.arange(len(group_rows), dtype=np.int32), group_rows))
-        # Without row groups, one value stands for a whole file (a partition value, or NULL).
-        rows = file.num_rows if row_groups else 1
+        deleted = self.source.deleted_rows(path, stamp)
+        kept = None if deleted is None else kept_rows(file.num_rows, deleted, path)
+        if kept is not None:
+            # Arrow's filter takes no view type (string_view, ...): the plain types hold the same values.
+            table = None if table is None else table.cast(plain_schema(table.schema)).filter(kept)
+            groups = None if groups is None else groups.filter(kept)
+        kept_count = file.num_rows if kept is None else kept.true_count
+        # Without row groups, one value stands for a whole file (a partition value, or NULL),
+        # unless the lake deleted every row of it.
+        rows = kept_count if row_groups else min(1, kept_count)
         found = {}
         for column in columns:
             if column.is_partition:
@@ -280,16 +293,16 @@ class _FileReader:
             ) from error
 
 
-def _scan_task(spec: _ScanSpec, files: list[tuple[int, str, int]]) -> list[dict]:
+def _scan_task(spec: _ScanSpec, files: list[tuple[int, str, Stamp]]) -> list[dict]:
     source = spec.lake.open()
     storage, index_dir = spec.index.open()
     scratch = f"{index_dir}/{spec.scratch_dir}"
     schema = values.deserialize_schema(spec.schema_text)
     reader = _FileReader(source, schema, spec.partition_columns)
     found: dict[str, list[pa.Table]] = defaultdict(list)
-    for file_id, path, size in files:
+    for file_id, path, stamp in files:
         with reading_data_files(source, [path]):  # a damaged file: an error naming it
-            distinct_keys = reader.distinct_keys(path, size, spec.columns, spec.row_groups)
+            distinct_keys = reader.distinct_keys(path, stamp, spec.columns, spec.row_groups)
         for column, distinct in distinct_keys.items():
             found[column].append(distinct.append_column(FILE_ID, pa.array([file_id] * len(distinct), pa.int32())))
     task = uuid.uuid4().hex

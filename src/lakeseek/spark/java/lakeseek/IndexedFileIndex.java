@@ -12,20 +12,17 @@ import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructType;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Spark's listing of the lake, narrowed per query to the files the lakeseek index names. When the
- * index cannot help (no usable filter, an error, no planner), every listed file is kept: the index
- * only ever makes a scan smaller, never its answer. The planner is asked even without a filter: a
- * table format's directory holds files the table removed, which it leaves out.
+ * index cannot help (no usable filter, a damaged index) and the lake is the directory Spark lists,
+ * every listed file is kept: the index only ever makes a scan smaller, never its answer. The planner
+ * is asked even without a filter: a table format's directory holds files the table removed, which
+ * it leaves out.
  */
 final class IndexedFileIndex implements FileIndex {
-  private static final Logger LOG = LoggerFactory.getLogger("lakeseek");
-
   private final FileIndex lake;
   private final String options;
   private final Planner planner;
@@ -46,15 +43,15 @@ final class IndexedFileIndex implements FileIndex {
         filters.add(filter.get());
       }
     }
-    String candidates;
-    try {
-      candidates = planner.candidates(options, filters.toArray(new Filter[0]));
-    } catch (RuntimeException error) {
-      LOG.warn("lakeseek could not consult the index ({}): every file of the lake is read", error.getMessage());
-      return listed;
-    }
+    // An error in the planner fails the query: the listing may hold files that are not the lake's
+    // (a table format's removed files), so reading it all is no safe fallback here. The planner
+    // falls back to every file itself where that is right.
+    String candidates = planner.candidates(options, filters.toArray(new Filter[0]));
     if (candidates == null) {
       return listed;
+    }
+    if (candidates.startsWith(Planner.REFUSED)) {
+      throw new IllegalArgumentException(candidates.substring(Planner.REFUSED.length()));
     }
     Set<String> keep = new HashSet<>(List.of(candidates.split("\u0000", -1)));
     String root = lake.rootPaths().head().toUri().getPath().replaceAll("/+$", "") + "/";

@@ -10,9 +10,14 @@ public interface Planner {
   /** The lake's schema as a Spark StructType JSON; options is a JSON object of the read options. */
   String schema(String options);
 
+  /** What {@link #candidates} starts with when the scan must not run: then the rest says why. */
+  String REFUSED = "\u0001";
+
   /**
    * The paths, relative to the lake root and separated by NUL, of the only files that may hold rows
-   * passing all of filters; null when the index cannot narrow the scan.
+   * passing all of filters; null when every file Spark lists may (the lake is the directory Spark
+   * lists, and the index cannot narrow the scan); REFUSED and a message when Spark's scan would read
+   * rows that are not the lake's.
    */
   String candidates(String options, Filter[] filters);
 }
