@@ -149,22 +149,43 @@ def test_damaged_table_metadata_is_a_clear_error(iceberg):
 
 # -- Hudi ----------------------------------------------------------------------------------------------
 class HudiTable:
-    """A copy-on-write Hudi table laid out as Hudi writes one (table version 6): base files with
-    the ``_hoodie_*`` meta columns, and a timeline of commits naming the files they wrote."""
+    """A copy-on-write Hudi table laid out as Hudi writes one: base files with the ``_hoodie_*``
+    meta columns, and a timeline of commits naming the files they wrote. Table version 6 keeps
+    its timeline in ``.hoodie/`` with JSON commits; version 8 (Hudi 1.x, timeline layout 2) in
+    ``.hoodie/timeline/``, each completed instant named ``<requested>_<completed>.commit`` and
+    holding Avro commit metadata."""
 
-    def __init__(self, root: str, table_type: str = "COPY_ON_WRITE") -> None:
+    def __init__(self, root: str, table_type: str = "COPY_ON_WRITE", table_version: int = 6) -> None:
         self.root = root
         os.makedirs(f"{root}/.hoodie")
-        with open(f"{root}/.hoodie/hoodie.properties", "w") as out:
-            out.write(
-                f"hoodie.table.name=events\nhoodie.table.type={table_type}\nhoodie.table.version=6\n"
-                "hoodie.timeline.layout.version=1\nhoodie.table.base.file.format=PARQUET\n"
-                "hoodie.table.partition.fields=region\nhoodie.datasource.write.hive_style_partitioning=true\n"
-                "hoodie.table.recordkey.fields=id\nhoodie.populate.meta.fields=true\n"
-            )
         self.groups: dict[str, str] = {}  # partition -> its one file group's id
         self.rows: dict[str, pa.Table] = {}  # partition -> the rows of its latest base file
         self.instant = 20240101000000000
+        self.completed = self.instant  # the latest completion time (layout 2)
+        self.upgrade(table_version, table_type)
+
+    def upgrade(self, table_version: int, table_type: str = "COPY_ON_WRITE") -> None:
+        """Write the table's properties for ``table_version``; to 8 from 6, move the timeline as
+        Hudi's upgrade does (its completed instants renamed with their completion times)."""
+        layout = 2 if table_version >= 8 else 1
+        with open(f"{self.root}/.hoodie/hoodie.properties", "w") as out:
+            out.write(
+                f"hoodie.table.name=events\nhoodie.table.type={table_type}\nhoodie.table.version={table_version}\n"
+                f"hoodie.timeline.layout.version={layout}\nhoodie.table.base.file.format=PARQUET\n"
+                "hoodie.table.partition.fields=region\nhoodie.datasource.write.hive_style_partitioning=true\n"
+                "hoodie.table.recordkey.fields=id\nhoodie.populate.meta.fields=true\n"
+                + ("hoodie.timeline.path=timeline\n" if layout == 2 else "")
+            )
+        self.layout = layout
+        if layout == 2 and not os.path.isdir(f"{self.root}/.hoodie/timeline"):
+            os.makedirs(f"{self.root}/.hoodie/timeline")
+            for name in sorted(os.listdir(f"{self.root}/.hoodie")):
+                if name.endswith(".commit"):
+                    instant = name.removesuffix(".commit")
+                    with open(f"{self.root}/.hoodie/{name}") as old:
+                        stats = json.load(old)["partitionToWriteStats"]
+                    self._complete(instant, str(int(instant) + 1), stats)
+                    os.remove(f"{self.root}/.hoodie/{name}")
 
     def commit(self, rows: pa.Table) -> None:
         """An upsert: each partition's rows are merged by id into a new base file of its file group."""
@@ -195,22 +216,93 @@ class HudiTable:
             )
             size = os.path.getsize(f"{self.root}/{part}/{name}")
             stats[part] = [{"fileId": group, "path": f"{part}/{name}", "numWrites": count, "totalWriteBytes": size}]
+        self.completed = max(self.completed, self.instant) + 3
+        self._complete(instant, str(self.completed), stats)
+
+    def _complete(self, instant: str, completed: str, stats: dict[str, list]) -> None:
+        timeline = f"{self.root}/.hoodie" + ("/timeline" if self.layout == 2 else "")
         for suffix in (".commit.requested", ".inflight"):
-            open(f"{self.root}/.hoodie/{instant}{suffix}", "w").close()
-        with open(f"{self.root}/.hoodie/{instant}.commit", "w") as out:
-            json.dump({"partitionToWriteStats": stats, "compacted": False, "operationType": "UPSERT"}, out)
+            open(f"{timeline}/{instant}{suffix}", "w").close()
+        if self.layout == 2:
+            with open(f"{timeline}/{instant}_{completed}.commit", "wb") as out:
+                out.write(_avro_commit_metadata(stats))
+        else:
+            with open(f"{timeline}/{instant}.commit", "w") as out:
+                json.dump({"partitionToWriteStats": stats, "compacted": False, "operationType": "UPSERT"}, out)
+
+    @property
+    def version(self) -> str:
+        """The table's version as lakeseek records it: the latest instant (layout 2: completion) time."""
+        return str(self.completed if self.layout == 2 else self.instant)
 
     def table(self) -> pa.Table:
         return pa.concat_tables(self.rows.values())
 
 
-def test_a_hudi_table_is_its_latest_file_slices(tmp_path):
+_WRITE_STAT = {
+    "type": "record",
+    "name": "HoodieWriteStat",
+    "fields": [
+        {"name": "fileId", "type": ["null", "string"], "default": None},
+        {"name": "path", "type": ["null", "string"], "default": None},
+        {"name": "numWrites", "type": ["null", "long"], "default": None},
+        {"name": "totalWriteBytes", "type": ["null", "long"], "default": None},
+    ],
+}
+_COMMIT_METADATA = {
+    "type": "record",
+    "name": "HoodieCommitMetadata",
+    "namespace": "org.apache.hudi.avro.model",
+    "fields": [
+        {
+            "name": "partitionToWriteStats",
+            "type": ["null", {"type": "map", "values": {"type": "array", "items": _WRITE_STAT}}],
+            "default": None,
+        },
+        {"name": "operationType", "type": ["null", "string"], "default": None},
+    ],
+}
+
+
+def _avro_commit_metadata(stats: dict[str, list]) -> bytes:
+    """Hudi 1.x commit metadata: one record of (a subset of) HoodieCommitMetadata in an Avro
+    object container file, encoded by the Avro specification (no Avro library is installed)."""
+
+    def number(n: int) -> bytes:  # zig-zag varint
+        n = (n << 1) ^ (n >> 63)
+        out = bytearray()
+        while n & ~0x7F:
+            out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        return bytes([*out, n])
+
+    def text(value: str) -> bytes:
+        return number(len(value.encode())) + value.encode()
+
+    def optional(encoded: bytes) -> bytes:  # the union's second branch
+        return number(1) + encoded
+
+    body = number(1) + number(len(stats))
+    for partition, writes in stats.items():
+        body += text(partition) + number(len(writes))
+        for w in writes:
+            body += optional(text(w["fileId"])) + optional(text(w["path"]))
+            body += optional(number(w["numWrites"])) + optional(number(w["totalWriteBytes"]))
+        body += number(0)
+    body += number(0) + optional(text("UPSERT"))
+    sync = uuid.uuid4().bytes
+    header = b"Obj\x01" + number(1) + text("avro.schema") + text(json.dumps(_COMMIT_METADATA)) + number(0) + sync
+    return header + number(1) + number(len(body)) + body + sync
+
+
+@pytest.mark.parametrize("table_version", [6, 8])
+def test_a_hudi_table_is_its_latest_file_slices(tmp_path, table_version):
     pytest.importorskip("hudi")
-    hudi = HudiTable(str(tmp_path / "events"))
+    hudi = HudiTable(str(tmp_path / "events"), table_version=table_version)
     hudi.commit(_rows(0, 60))
     hudi.commit(_rows(50, 40))  # rewrites every partition's file group: the old base files stay
     index = lakeseek.create_index(hudi.root, ["id", "name"], engine="local", chunk_rows=16)
-    assert index.lake.name == "hudi" and index.root.source_version == str(hudi.instant)
+    assert index.lake.name == "hudi" and index.root.source_version == hudi.version
     assert "_hoodie_record_key" in index.schema.names
     # hudi-rs would read a top-level _lakeseek directory as a partition: the home is under .hoodie.
     assert os.path.isdir(f"{hudi.root}/.hoodie/lakeseek/default/log") and not os.path.exists(f"{hudi.root}/_lakeseek")
@@ -222,7 +314,24 @@ def test_a_hudi_table_is_its_latest_file_slices(tmp_path):
     assert stale.lake_state().new and stale.lake_state().removed
     _assert_exact(stale, hudi.table())
     refreshed = lakeseek.refresh_index(hudi.root, "incremental", engine="local")
-    assert refreshed.lake_state().is_fresh and refreshed.root.source_version == str(hudi.instant)
+    assert refreshed.lake_state().is_fresh and refreshed.root.source_version == hudi.version
+    _assert_exact(refreshed, hudi.table())
+
+
+def test_a_hudi_table_upgraded_to_1x_under_the_index_stays_exact(tmp_path):
+    """Hudi's upgrade to table version 8 moves the timeline to .hoodie/timeline/: commits after
+    it are seen by a handle held from before and by a new one."""
+    pytest.importorskip("hudi")
+    hudi = HudiTable(str(tmp_path / "events"))
+    hudi.commit(_rows(0, 60))
+    held = lakeseek.create_index(hudi.root, ["id", "name"], engine="local", chunk_rows=16)
+    hudi.upgrade(8)
+    hudi.commit(_rows(50, 40))
+    for index in (held, lakeseek.open_index(hudi.root)):
+        assert index.lake_state().new
+        _assert_exact(index, hudi.table())
+    refreshed = lakeseek.refresh_index(hudi.root, "incremental", engine="local")
+    assert refreshed.lake_state().is_fresh and refreshed.root.source_version == hudi.version
     _assert_exact(refreshed, hudi.table())
 
 

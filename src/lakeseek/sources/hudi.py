@@ -26,8 +26,11 @@ from lakeseek.lake.files import plain_schema
 from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, table_errors, table_library
 
 TIMELINE = ".hoodie"
-# A completed instant: <instant time>.<action>, without the .requested and .inflight suffixes.
+PROPERTIES = "hoodie.properties"
+# A completed instant: <instant time>.<action>, without the .requested and .inflight suffixes;
+# in timeline layout 2 (Hudi 1.x), <requested time>_<completion time>.<action>.
 _COMPLETED = re.compile(r"([0-9]{8,})\.(commit|replacecommit|deltacommit)")
+_COMPLETED_V2 = re.compile(r"[0-9]{8,}_([0-9]{8,})\.(commit|replacecommit|deltacommit)")
 
 
 def is_hudi(storage: Storage, root: str) -> bool:
@@ -39,6 +42,10 @@ def is_hudi(storage: Storage, root: str) -> bool:
 class HudiSource(LakeSource):
     name = "hudi"
 
+    def __init__(self, storage: Storage, root: str) -> None:
+        super().__init__(storage, root)
+        self._layout: tuple[tuple[int, int], str | None] | None = None  # hoodie.properties' size and time, its timeline
+
     @property
     def default_home(self) -> str:
         # hudi-rs reads every top-level directory but the table formats' own (.hoodie,
@@ -47,16 +54,42 @@ class HudiSource(LakeSource):
         return f"{self.root}/{TIMELINE}/lakeseek"
 
     def version(self, known: str | None = None) -> str | None:
-        """The latest completed instant time."""
+        """The latest completed instant time (layout 2: the latest completion time)."""
         start_after = None if known is None else f"{self.root}/{TIMELINE}/{known}"
         latest = known
+        properties = None
         for status in self.storage.list_files(f"{self.root}/{TIMELINE}", recursive=False, start_after=start_after):
-            found = _COMPLETED.fullmatch(status.path.rsplit("/", 1)[-1])
+            name = status.path.rsplit("/", 1)[-1]
+            if name == PROPERTIES:
+                properties = (status.size, status.mtime_ns)
+            found = _COMPLETED.fullmatch(name)
             if found and (latest is None or found[1] > latest):
                 latest = found[1]
+        timeline = self._timeline(properties)
+        if timeline is not None:
+            latest = None
+            for status in self.storage.list_files(f"{self.root}/{TIMELINE}/{timeline}", recursive=False):
+                found = _COMPLETED_V2.fullmatch(status.path.rsplit("/", 1)[-1])
+                if found and (latest is None or found[1] > latest):
+                    latest = found[1]
         if latest is None:
             raise LakeNotFoundError(f"no Hudi table at {self.shown_root}: its timeline holds no completed commit")
         return latest
+
+    def _timeline(self, properties: tuple[int, int] | None) -> str | None:
+        """The directory below ``.hoodie/`` of a layout 2 timeline, None for layout 1, as the
+        table's properties (whose size and time are ``properties``) say."""
+        if properties is None:
+            return None
+        if self._layout is None or self._layout[0] != properties:
+            settings = {}
+            for line in self.storage.read(f"{self.root}/{TIMELINE}/{PROPERTIES}").decode("utf-8").splitlines():
+                key, _, value = line.partition("=")
+                if not line.startswith(("#", "!")):
+                    settings[key.strip()] = value.strip()
+            layout_two = settings.get("hoodie.timeline.layout.version", "1") == "2"
+            self._layout = (properties, settings.get("hoodie.timeline.path", "timeline") if layout_two else None)
+        return self._layout[1]
 
     def _table(self):
         hudi = table_library(self, "hudi", "an Apache Hudi")
