@@ -91,6 +91,7 @@ def _assert_exact(index: lakeseek.Index, table: str, wheres: list[str] = WHERES)
     for where in wheres:
         expected = _oracle(table, where)
         assert sorted(index.read(where).column("id").to_pylist()) == expected, where
+        assert index.read(where, columns=[]).num_rows == len(expected), where  # a count reads no column
         held = set(index.files(where))
         for path in _files(table):
             matched = _oracle_of_file(table, path, where)

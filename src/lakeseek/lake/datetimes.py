@@ -43,6 +43,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from lakeseek.exceptions import LakeseekError
+from lakeseek.lake.rows import concat_rows
 
 log = logging.getLogger("lakeseek")
 
@@ -420,7 +421,7 @@ class RebasedDataset:
         parts += [
             f.to_table(columns=columns, filter=filter) for f in self._fragments if isinstance(f, _RebasedFragment)
         ]
-        return pa.concat_tables(parts)
+        return concat_rows(parts)
 
     def count_rows(self, filter=None) -> int:
         return self.to_table(filter=filter).num_rows

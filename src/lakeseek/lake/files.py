@@ -21,6 +21,7 @@ from lakeseek.exceptions import DataFileError, LakeMetadataError
 from lakeseek.io import Stamp
 from lakeseek.lake.datetimes import RebasedDataset
 from lakeseek.lake.formats import DataFile
+from lakeseek.lake.rows import concat_rows
 from lakeseek.lake.schemas import match_columns, spellings, without_spellings
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ class _Files:
 
     def to_table(self, columns=None, filter=None, **kwargs) -> pa.Table:
         tables = [part.to_table(columns=columns, filter=filter, **kwargs) for part in self.parts]
-        return pa.concat_tables(tables)
+        return concat_rows(tables)
 
     def count_rows(self, filter=None) -> int:
         return sum(part.count_rows(filter=filter) for part in self.parts)

@@ -54,7 +54,7 @@ class DeltaSource(LakeSource):
 
     def __init__(self, storage: Storage, root: str) -> None:
         super().__init__(storage, root)
-        self._partitions: dict[str, dict[str, str | None]] = {}  # path -> raw partition values, per snapshot
+        self._partitions: dict[str, dict[str, object]] = {}  # path -> raw partition values, per snapshot
         # (path, the stamp's name of its deletion vector) -> the rows it deletes, of every version read.
         self._deleted: dict[tuple[str, str], np.ndarray] = {}
 
@@ -204,10 +204,13 @@ class DeltaSource(LakeSource):
 
 
 @lru_cache(maxsize=4096)
-def _typed(raw: str | None, arrow_type: pa.DataType) -> object:
-    """A partition value as the Delta log writes it (its text; None for NULL), as a value of its type."""
+def _typed(raw: object, arrow_type: pa.DataType) -> object:
+    """A partition value as deltalake gives it (a value of the column's type, or the log's text
+    of it; None for NULL), as a value of its type."""
     if raw is None:
         return None
+    if not isinstance(raw, str):
+        return pa.scalar(raw).cast(arrow_type).as_py()
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
         return raw
     if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
