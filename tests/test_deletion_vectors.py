@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import lakeseek
 from lakeseek.io import counting
 from tests.delta_vectors import delete_rows
+from tests.test_delta import _rows
 
 deltalake = pytest.importorskip("deltalake")
 pytest.importorskip("pyroaring")
@@ -38,17 +39,6 @@ WHERES = [
 ]
 VECTORS = {"delta.enableDeletionVectors": "true"}
 SMALL_ROW_GROUPS = deltalake.WriterProperties(max_row_group_size=7)
-
-
-def _rows(first: int, count: int) -> pa.Table:
-    numbers = range(first, first + count)
-    return pa.table(
-        {
-            "id": pa.array(numbers, pa.int64()),
-            "name": [None if n % 11 == 0 else f"n-{n % 17}" for n in numbers],
-            "region": [["eu", "us west", "a/p=1%"][n % 3] for n in numbers],
-        }
-    )
 
 
 def _append(table: str, rows: pa.Table, mode: str = "append") -> None:
