@@ -467,9 +467,9 @@ def test_an_operation_past_its_lease_does_not_commit(lake_copy, monkeypatch):
 def test_a_cancel_in_the_middle_of_a_build_is_a_cancel(lake_copy, monkeypatch):
     """The cancel deletes files the build is still writing and reading (spill files): the
     operation stops with OperationCancelledError, not with the missing file."""
-    from lakeseek.kinds.sorted_index import build
+    from lakeseek.kinds import file_keys
 
-    real = build._FileReader.distinct_keys
+    real = file_keys.FileKeyReader.distinct_keys
     cancelled = []
 
     def read_then_get_cancelled(self, *args, **kwargs):
@@ -478,7 +478,7 @@ def test_a_cancel_in_the_middle_of_a_build_is_a_cancel(lake_copy, monkeypatch):
             cancelled.extend(lakeseek.cancel_operations(lake_copy))
         return found
 
-    monkeypatch.setattr(build._FileReader, "distinct_keys", read_then_get_cancelled)
+    monkeypatch.setattr(file_keys.FileKeyReader, "distinct_keys", read_then_get_cancelled)
     changer = LakeChanger(lake_copy, random.Random(11))
     for _ in range(3):
         changer.append()

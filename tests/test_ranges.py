@@ -98,8 +98,8 @@ def test_like_prefix_reads_the_index(typed_lake, rows):
     """A LIKE with a literal prefix is a key range: a cold lookup reads the index file's
     footer and the chunks holding the prefix (not the whole file), a warm one the chunks."""
     from lakeseek.caches import clear_cache
+    from lakeseek.kinds.keys import KeyRange
     from lakeseek.kinds.sorted_index.index_file import read_footer
-    from lakeseek.kinds.sorted_index.reader import KeyRange
 
     clear_cache()
     index = lakeseek.open_index(typed_lake)  # a new handle, nothing cached: no footer read yet

@@ -22,16 +22,16 @@ from lakeseek.cost import human_size
 from lakeseek.exceptions import IndexCorruptError, IndexFormatError
 from lakeseek.expressions.like import like_prefix
 from lakeseek.format import values
+from lakeseek.format.bloom import BloomFilter, filters_may_contain
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import FORMAT_VERSION, LineagePart, LineageSet, Root
 from lakeseek.io import storage_for
 from lakeseek.kinds import decode_content
-from lakeseek.kinds.sorted_index.bloom import BloomFilter
+from lakeseek.kinds.keys import KeyRange
 from lakeseek.kinds.sorted_index.content import ColumnIndex, IndexConfig, Segment, SortedIndex
 from lakeseek.kinds.sorted_index.cost import chunks_for_share, key_share
 from lakeseek.kinds.sorted_index.filters import FiltersRef
 from lakeseek.kinds.sorted_index.index_file import IndexFileInfo
-from lakeseek.kinds.sorted_index.reader import KeyRange
 
 EPOCH = dt.date(1970, 1, 1)
 UTC = dt.timezone.utc
@@ -341,34 +341,39 @@ def _bloom_keys(kind: str, count: int, offset: int) -> list:
 
 @pytest.mark.parametrize("kind", ["int", "str", "bytes", "decimal"])
 def test_bloom_filter_has_no_false_negatives_and_few_false_positives(kind):
-    present = _bloom_keys(kind, 5_000, 0)
+    present = pa.array(_bloom_keys(kind, 5_000, 0))
     bloom = BloomFilter.from_bytes(BloomFilter.build(present).to_bytes())  # as stored in a footer
-    assert all(bloom.may_contain(key) for key in present)
-    absent = _bloom_keys(kind, 20_000, 10_000_000)
-    rate = sum(bloom.may_contain(key) for key in absent) / len(absent)
+    assert bloom.may_contain(present).all()
+    absent = pa.array(_bloom_keys(kind, 20_000, 10_000_000))
+    rate = bloom.may_contain(absent).mean()
     # 10 bits per key and 7 probes: about 0.8 %, theoretically; a filter that says yes to
     # everything (or to a third of the keys) must fail here.
     assert rate < 0.02, rate
+    # Probing many filters at once answers as each filter does.
+    other = BloomFilter.build(absent[:100])
+    filters = pa.array([bloom.to_bytes(), None, other.to_bytes()], pa.binary())
+    assert filters_may_contain(filters, present[:1]).tolist() == [True, False, bool(other.may_contain(present[:1])[0])]
+    assert filters_may_contain(filters, absent[:1]).tolist() == [bool(bloom.may_contain(absent[:1])[0]), False, True]
 
 
 def test_bloom_filter_of_a_few_keys_and_of_none():
-    empty = BloomFilter.build([])
-    assert not any(empty.may_contain(k) for k in (0, "", b"", None))
-    small = BloomFilter.build([None, 0, "a", b"a"])
-    assert all(small.may_contain(k) for k in (None, 0, "a", b"a"))
+    empty = BloomFilter.build(pa.array([], pa.int64()))
+    assert not empty.may_contain(pa.array([0, None], pa.int64())).any()
+    small = BloomFilter.build(pa.array([None, "a", ""]))
+    assert small.may_contain(pa.array([None, "a", ""])).all()
     assert small.bits == 64  # the minimum size
 
 
 def test_bloom_filter_size_is_ten_bits_per_key():
     rng = random.Random(5)
-    keys = {rng.getrandbits(60) for _ in range(1000)}
+    keys = pa.array(sorted({rng.getrandbits(60) for _ in range(1000)}))
     bloom = BloomFilter.build(keys)
-    assert all(bloom.may_contain(k) for k in keys)
-    assert bloom.bits == 10 * len(keys) and len(bloom.to_bytes()) == 5 + (bloom.bits + 7) // 8
+    assert bloom.may_contain(keys).all()
+    assert bloom.bits == 10 * len(keys) and len(bloom.to_bytes()) == 6 + (bloom.bits + 7) // 8
 
 
 def test_bloom_filter_bytes_are_checked():
-    data = BloomFilter.build(range(100)).to_bytes()
+    data = BloomFilter.build(pa.array(range(100))).to_bytes()
     with pytest.raises(ValueError, match="not a lakeseek bloom filter"):
         BloomFilter.from_bytes(b"\x03" + data[1:])
     with pytest.raises(ValueError, match="not a lakeseek bloom filter"):
@@ -380,15 +385,15 @@ def test_bloom_filter_bytes_are_checked():
 def test_bloom_filter_hashing_is_stable_across_processes():
     """Filters are written by one process and read by others: no per-process hash seed."""
     script = (
-        "from lakeseek.kinds.sorted_index.bloom import BloomFilter;"
-        "import sys; sys.stdout.write(BloomFilter.build(['a', 1, b'x']).to_bytes().hex())"
+        "from lakeseek.format.bloom import BloomFilter; import pyarrow as pa;"
+        "import sys; sys.stdout.write(BloomFilter.build(pa.array(['a', 'bc', None])).to_bytes().hex())"
     )
     env = {**os.environ, "PYTHONHASHSEED": "random"}
     outputs = {
         subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True).stdout
         for _ in range(2)
     }
-    assert outputs == {BloomFilter.build(["a", 1, b"x"]).to_bytes().hex()}
+    assert outputs == {BloomFilter.build(pa.array(["a", "bc", None])).to_bytes().hex()}
 
 
 # -- storage_for --------------------------------------------------------------------------------------

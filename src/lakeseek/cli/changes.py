@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from lakeseek.cli.common import engine_option, handled, index_option, lake_argument, name_option, with_progress
@@ -11,6 +13,17 @@ from lakeseek.index import open_index
 from lakeseek.kinds import DEFAULT_KIND, known_kinds
 from lakeseek.kinds.sorted_index import MAX_CHUNK_ROWS
 from lakeseek.sources.base import LakeSource
+
+
+def _kind_option(text: str) -> tuple[str, object]:
+    key, equals, raw = text.partition("=")
+    if not equals or not key.strip():
+        raise click.BadParameter(f"{text!r} is not KEY=VALUE", param_hint="--option")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    return key.strip(), value
 
 
 @click.command()
@@ -35,6 +48,13 @@ from lakeseek.sources.base import LakeSource
     is_flag=True,
     help="Point entries at row groups: reads skip row groups that cannot match (sorted kind).",
 )
+@click.option(
+    "--option",
+    "kind_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An option of the index's kind, as JSON or text (e.g. value_list=32, bloom=false for skipping).",
+)
 @engine_option
 @handled
 def create(
@@ -45,6 +65,7 @@ def create(
     name: str | None,
     chunk_rows: int | None,
     row_groups: bool,
+    kind_options: tuple[str, ...],
     engine: str | None,
 ) -> None:
     """Build an index of COLUMNS over the Parquet lake at SOURCE (runs Spark).
@@ -53,7 +74,7 @@ def create(
     """
     import lakeseek
 
-    options: dict = {}
+    options = dict(_kind_option(text) for text in kind_options)
     if chunk_rows is not None:
         options["chunk_rows"] = chunk_rows
     if row_groups:

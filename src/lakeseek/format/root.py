@@ -23,8 +23,9 @@ from lakeseek.io import Storage
 
 # 7: the root names the lake source it was created on (a directory of CSV files reads wrong as
 # Parquet). Earlier versions are not read: an index of one is created again (docs/format.md).
-FORMAT_VERSION = 7
-READABLE_FORMAT_VERSIONS = (7,)
+# 8: bloom filters hash keys with lakeseek.format.hashing (format byte 2), and the skipping kind.
+FORMAT_VERSION = 8
+READABLE_FORMAT_VERSIONS = (8,)
 
 ACTIVE = "active"
 DELETED = "deleted"

@@ -20,8 +20,9 @@ from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
 from lakeseek.kinds.base import Change, IndexKind, Job, OperationFiles
+from lakeseek.kinds.file_keys import indexed_columns
 from lakeseek.kinds.sorted_index.actions import AddColumns, AppendSegments, ReplaceSegments, SegmentsStartWith
-from lakeseek.kinds.sorted_index.build import IndexJob, index_file_prefix, indexed_columns
+from lakeseek.kinds.sorted_index.build import IndexJob, index_file_prefix
 from lakeseek.kinds.sorted_index.content import ColumnIndex, IndexConfig, SortedIndex
 from lakeseek.kinds.sorted_index.filters import read_filter_bytes, write_filters
 from lakeseek.kinds.sorted_index.fold import fold_increments, merge_increments

@@ -23,17 +23,16 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeseek.exceptions import IncompatibleSchemaError, LakeseekError
-from lakeseek.expressions.binding import resolve_column, value_type
+from lakeseek.exceptions import LakeseekError
 from lakeseek.format import values
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import sort_key
 from lakeseek.io import Address, Stamp
 from lakeseek.kinds.base import Job
+from lakeseek.kinds.file_keys import FileKeyReader, IndexedColumn, file_groups
 from lakeseek.kinds.sorted_index.content import IndexConfig, Segment
 from lakeseek.kinds.sorted_index.index_file import (
     FILE_ID,
@@ -44,9 +43,8 @@ from lakeseek.kinds.sorted_index.index_file import (
     entry_schema,
     write_index_file,
 )
-from lakeseek.lake.files import kept_rows, open_data_file, partition_fields, plain_schema, reading_data_files
-from lakeseek.lake.schemas import match_columns
-from lakeseek.sources.base import LakeAddress, LakeSource
+from lakeseek.lake.files import reading_data_files
+from lakeseek.sources.base import LakeAddress
 
 
 def index_file_prefix(data_dir: str, column_number: int) -> str:
@@ -55,38 +53,7 @@ def index_file_prefix(data_dir: str, column_number: int) -> str:
     return f"{data_dir}/c{column_number}"
 
 
-# Lake bytes per scan task.
-BYTES_PER_SCAN_TASK = 64 * 2**20
 SAMPLE_FILES = 24
-SCAN_TASKS_PER_CORE = 2
-
-
-@dataclass(frozen=True)
-class IndexedColumn:
-    """An indexed column as the tasks need it (plain data: it is pickled to executors)."""
-
-    name: str
-    position: int
-    key_type_text: str
-    is_partition: bool
-
-    @property
-    def key_type(self) -> pa.DataType:
-        return values.deserialize_type(self.key_type_text)
-
-
-def indexed_columns(names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[IndexedColumn]:
-    """The lake columns behind ``names`` (case-insensitive), checked to be indexable."""
-    fields = [resolve_column(name, schema) for name in names]
-    return [
-        IndexedColumn(
-            field.name,
-            schema.get_field_index(field.name),
-            values.serialize_type(values.key_type_for(field.type, field.name)),
-            field.name in partition_columns,
-        )
-        for field in fields
-    ]
 
 
 @dataclass(frozen=True)
@@ -120,7 +87,7 @@ class IndexJob:
             {c.name: [values.encode(b, c.key_type) for b in boundaries[c.name]] for c in columns},
             self.config.row_groups,
         )
-        groups = _groups(files, job.runner.parallelism)
+        groups = file_groups(files, job.runner.parallelism)
         spills = job.runner.run("scanning the lake", [(scan, group) for group in groups], _scan_task)
         by_range: dict[tuple[int, int], list[str]] = defaultdict(list)
         for spill in spills:
@@ -160,7 +127,7 @@ class IndexJob:
         """Range boundaries per column, from the distinct keys of a few evenly spread files."""
         step = max(1, len(files) // SAMPLE_FILES)
         sampled = list(zip(files.paths[::step], files.stamps()[::step], strict=True))
-        reader = _FileReader(self.job.source, self.job.schema, self.job.partition_columns)
+        reader = FileKeyReader(self.job.source, self.job.schema, self.job.partition_columns)
         keys: dict[str, list[pa.Array]] = defaultdict(list)
         for path, stamp in sampled:
             with reading_data_files(self.job.source, [path]):
@@ -186,23 +153,6 @@ def _quantiles(sample: pa.Array, ranges: int) -> list:
     return [p for i, p in enumerate(picks) if i == 0 or sort_key(picks[i - 1]) < sort_key(p)]
 
 
-def _groups(lineage: Lineage, parallelism: int) -> list[list[tuple[int, str, Stamp]]]:
-    """Files split into scan tasks of about BYTES_PER_SCAN_TASK, at least two per core."""
-    total = sum(lineage.sizes)
-    least = SCAN_TASKS_PER_CORE * parallelism
-    count = max(1, min(len(lineage), max(least, math.ceil(total / BYTES_PER_SCAN_TASK))))
-    target = total / count
-    groups: list[list[tuple[int, str, Stamp]]] = [[]]
-    filled = 0
-    for file_id, path, stamp in zip(lineage.ids, lineage.paths, lineage.stamps(), strict=True):
-        if groups[-1] and filled >= target:
-            groups.append([])
-            filled = 0
-        groups[-1].append((file_id, path, stamp))
-        filled += stamp.size
-    return groups
-
-
 # -- tasks (run on Spark executors, or in process) -------------------------------------
 @dataclass(frozen=True)
 class _ScanSpec:
@@ -216,89 +166,12 @@ class _ScanSpec:
     row_groups: bool
 
 
-class _FileReader:
-    """Reads the distinct keys (or distinct (key, row group) pairs) of indexed columns, file by file."""
-
-    def __init__(self, source: LakeSource, schema: pa.Schema, partition_columns: tuple[str, ...]) -> None:
-        self.source = source
-        self.schema = schema
-        self.partitioning = partition_fields(schema, partition_columns)  # values parsed as Spark does, in UTC
-        self.data_columns = [name for name in schema.names if name not in partition_columns]
-
-    def distinct_keys(
-        self,
-        path: str,
-        stamp: Stamp,
-        columns: tuple[IndexedColumn, ...] | list[IndexedColumn],
-        row_groups: bool = False,
-    ) -> dict[str, pa.Table]:
-        """Per column, a table of its distinct keys (``key``), with ``row_group`` when asked, in
-        the rows the lake keeps of the file (``stamp``: the lake's stamp of it)."""
-        file = open_data_file(self.source, path, stamp.size)
-        # Each column under its own spelling, else the file's other spelling of it (lakeseek.lake.schemas),
-        # matched among all the lake's columns as reads match them: a file's 'Name' is the lake's
-        # 'name' only where the lake has no 'Name' of its own.
-        matched = match_columns(self.data_columns, file.schema.names)
-        physical = {c.name: matched[c.name] for c in columns if not c.is_partition and c.name in matched}
-        wanted = list(dict.fromkeys(physical.values()))
-        table = file.read(wanted) if wanted else None
-        partition_values = (
-            self.source.partition_values(path, self.partitioning, "UTC") if any(c.is_partition for c in columns) else {}
-        )
-        groups = None
-        if row_groups:
-            group_rows = file.row_group_rows
-            groups = pa.array(np.repeat(np.arange(len(group_rows), dtype=np.int32), group_rows))
-        deleted = self.source.deleted_rows(path, stamp)
-        kept = None if deleted is None else kept_rows(file.num_rows, deleted, path)
-        if kept is not None:
-            # Arrow's filter takes no view type (string_view, ...): the plain types hold the same values.
-            table = None if table is None else table.cast(plain_schema(table.schema)).filter(kept)
-            groups = None if groups is None else groups.filter(kept)
-        kept_count = file.num_rows if kept is None else kept.true_count
-        # Without row groups, one value stands for a whole file (a partition value, or NULL),
-        # unless the lake deleted every row of it.
-        rows = kept_count if row_groups else min(1, kept_count)
-        found = {}
-        for column in columns:
-            if column.is_partition:
-                raw = pa.array([partition_values.get(column.name)] * rows)
-            elif column.name in physical:
-                raw = table.column(physical[column.name])
-                raw = raw.cast(raw.type.value_type) if pa.types.is_dictionary(raw.type) else raw
-            else:  # the file lacks the column: every row holds NULL
-                raw = pa.nulls(rows)
-            if isinstance(raw, pa.ChunkedArray):
-                raw = raw.combine_chunks()
-            keys = self._keys(raw, column, path)
-            if groups is None:
-                found[column.name] = pa.table({KEY: pc.unique(keys)})
-            else:
-                found[column.name] = pa.table({KEY: keys, ROW_GROUP: groups}).group_by([KEY, ROW_GROUP]).aggregate([])
-        return found
-
-    def _keys(self, raw: pa.Array, column: IndexedColumn, path: str) -> pa.Array:
-        """A file's values of ``column`` as index keys, never changed: cast to the lake's type of
-        the column (which holds every file's values exactly: see lakeseek.lake.schemas), then to the
-        key type (which drops only the nanoseconds of a nanosecond column, by design)."""
-        column_type = value_type(self.schema.field(column.name).type)
-        try:
-            values = raw if raw.type.equals(column_type) else raw.cast(column_type)
-            lossy = pa.types.is_timestamp(column_type) and column_type.unit == "ns"
-            return values.cast(column.key_type, safe=not lossy)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-            raise IncompatibleSchemaError(
-                f"data file {path} holds column '{column.name}' as {raw.type}, which does not read exactly "
-                f"as the lake's {column_type} ({error})"
-            ) from error
-
-
 def _scan_task(spec: _ScanSpec, files: list[tuple[int, str, Stamp]]) -> list[dict]:
     source = spec.lake.open()
     storage, index_dir = spec.index.open()
     scratch = f"{index_dir}/{spec.scratch_dir}"
     schema = values.deserialize_schema(spec.schema_text)
-    reader = _FileReader(source, schema, spec.partition_columns)
+    reader = FileKeyReader(source, schema, spec.partition_columns)
     found: dict[str, list[pa.Table]] = defaultdict(list)
     for file_id, path, stamp in files:
         with reading_data_files(source, [path]):  # a damaged file: an error naming it

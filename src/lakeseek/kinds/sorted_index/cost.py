@@ -11,10 +11,10 @@ chunks read, for clustered keys.
 from __future__ import annotations
 
 import math
-from decimal import Decimal
 
 from lakeseek.cost import Cost, Estimate
 from lakeseek.format.values import KeyValue
+from lakeseek.kinds.keys import key_number
 from lakeseek.kinds.sorted_index.index_file import IndexFileInfo
 
 # An index file is read whole (one read) rather than chunk by chunk when more than this
@@ -46,25 +46,13 @@ def key_share(info: IndexFileInfo, low: KeyValue, high: KeyValue) -> float:
     """The share of an index file's key range ``[info.min, info.max]`` inside ``[low, high]``
     (None: unbounded), by linear interpolation of the keys as numbers."""
     # A file starting with NULL keys: its lowest non-NULL key is unknown, the range's low stands in.
-    a, b = _number(info.min if info.min is not None else low), _number(info.max)
+    a, b = key_number(info.min if info.min is not None else low), key_number(info.max)
     if a is None or b is None or b <= a:
         return 1.0
-    lo = a if low is None else max(a, _number(low))
-    hi = b if high is None else min(b, _number(high))
+    lo = a if low is None else max(a, key_number(low))
+    hi = b if high is None else min(b, key_number(high))
     share = (hi - lo) / (b - a)
     return min(1.0, max(share, 1 / max(info.keys or info.entries, 1)))
-
-
-def _number(value: KeyValue) -> float | None:
-    """A key as a number preserving order (strings and bytes by their first 8 bytes)."""
-    if value is None:
-        return None
-    if isinstance(value, bool | int | float):
-        return float(value)
-    if isinstance(value, Decimal):
-        return float(value)
-    raw = value.encode() if isinstance(value, str) else bytes(value)
-    return float(int.from_bytes(raw[:8].ljust(8, b"\0"), "big"))
 
 
 def chunks_for_share(info: IndexFileInfo, share: float) -> int:

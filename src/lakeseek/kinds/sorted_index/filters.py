@@ -16,10 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
+from lakeseek.format.bloom import BloomFilter
 from lakeseek.format.sealed import check_sealed, index_path, sealed_name
 from lakeseek.io import Storage
 from lakeseek.kinds.base import OperationFiles
-from lakeseek.kinds.sorted_index.bloom import BloomFilter
 
 SCHEMA = pa.schema([pa.field("path", pa.string(), nullable=False), pa.field("bloom", pa.binary(), nullable=False)])
 

@@ -26,11 +26,11 @@ import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format import values
+from lakeseek.format.bloom import BloomFilter
 from lakeseek.format.sealed import index_path
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import Storage
 from lakeseek.kinds.base import FILE_ID, KEY, ROW_GROUP
-from lakeseek.kinds.sorted_index.bloom import BloomFilter
 
 CHUNKS_METADATA = b"lakeseek.chunks"
 BLOOM_METADATA = b"lakeseek.bloom"
@@ -161,7 +161,7 @@ def write_index_file(
         return None
     metadata = {CHUNKS_METADATA: json.dumps(chunk_ranges)}
     if bloom:
-        distinct = values.keys_of(pa.concat_arrays(keys))
+        distinct = pa.concat_arrays(keys)
         metadata[BLOOM_METADATA] = base64.b64encode(BloomFilter.build(distinct).to_bytes()).decode()
     writer.add_key_value_metadata(metadata)
     writer.close()
@@ -271,8 +271,9 @@ class IndexFileFooter:
     chunk_max: list[KeyValue]
     bloom: BloomFilter | None = None
 
-    def may_contain(self, value: KeyValue) -> bool:
-        return self.bloom is None or self.bloom.may_contain(value)
+    def may_contain(self, keys: pa.Array) -> np.ndarray:
+        """Per key, whether the file may hold it."""
+        return np.ones(len(keys), dtype=bool) if self.bloom is None else self.bloom.may_contain(keys)
 
     def chunk_for(self, value: KeyValue) -> int | None:
         """The chunk whose range holds ``value``, if any."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -26,12 +25,12 @@ from lakeseek.cost import LakeSize
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.expressions.binding import value_type
 from lakeseek.expressions.like import like, like_prefix, prefix_successor
-from lakeseek.expressions.types import arrow_scalar
+from lakeseek.format.bloom import BloomFilter
 from lakeseek.format.root import Root
-from lakeseek.format.values import KeyValue, key_of, keys_of, sort_key
+from lakeseek.format.values import KeyValue
 from lakeseek.io import Storage, carrying_counters
 from lakeseek.kinds.base import LOCATION_SHIFT, REPAIR, Condition, KindReader, Lookup, Pattern, Range, Values
-from lakeseek.kinds.sorted_index.bloom import BloomFilter
+from lakeseek.kinds.keys import KeyRange, bound_key, is_nanoseconds
 from lakeseek.kinds.sorted_index.content import ColumnIndex, Segment, SortedIndex
 from lakeseek.kinds.sorted_index.cost import SCAN_SHARE, chunks_for_share, estimate_files, key_share
 from lakeseek.kinds.sorted_index.filters import read_filter_bytes, read_filters
@@ -46,49 +45,6 @@ from lakeseek.kinds.sorted_index.index_file import (
     read_entries,
     read_footer,
 )
-
-
-@dataclass(frozen=True)
-class KeyRange:
-    """Non-NULL keys between two bounds (None: unbounded). NULL is in no range, as in SQL."""
-
-    low: KeyValue = None
-    high: KeyValue = None
-    low_inclusive: bool = True
-    high_inclusive: bool = True
-
-    def overlaps(self, low: KeyValue, high: KeyValue) -> bool:
-        """Whether keys in ``[low, high]`` (index order: NULL first) can fall in the range."""
-        if high is None:
-            return False  # only NULL keys
-        below = self.low is not None and (
-            sort_key(high) < sort_key(self.low) or (high == self.low and not self.low_inclusive)
-        )
-        above = self.high is not None and (
-            sort_key(low) > sort_key(self.high) or (low == self.high and not self.high_inclusive)
-        )
-        return not (below or above)
-
-    def covers(self, low: KeyValue, high: KeyValue) -> bool:
-        """Whether every key in ``[low, high]`` is in the range."""
-        if low is None:
-            return False
-        above = self.low is None or sort_key(low) > sort_key(self.low) or (low == self.low and self.low_inclusive)
-        below = self.high is None or sort_key(high) < sort_key(self.high) or (high == self.high and self.high_inclusive)
-        return above and below
-
-    def mask(self, keys: pa.ChunkedArray | pa.Array) -> pa.Array:
-        """Which keys are in the range (NULL keys are not)."""
-        inside = pc.is_valid(keys)
-        if self.low is not None:
-            low = pa.scalar(self.low, keys.type)
-            above = pc.greater_equal(keys, low) if self.low_inclusive else pc.greater(keys, low)
-            inside = pc.and_(inside, pc.fill_null(above, False))
-        if self.high is not None:
-            high = pa.scalar(self.high, keys.type)
-            below = pc.less_equal(keys, high) if self.high_inclusive else pc.less(keys, high)
-            inside = pc.and_(inside, pc.fill_null(below, False))
-        return inside
 
 
 class SortedReader(KindReader):
@@ -121,7 +77,7 @@ class SortedReader(KindReader):
 
     def _points(self, index: ColumnIndex, values: tuple, indexed: LakeSize) -> Lookup:
         column_type = self._column_type(index.name)
-        keys = [None if v is None else _key(v, column_type, index.key_type) for v in values]
+        keys = [None if v is None else bound_key(v, column_type, index.key_type) for v in values]
         touched: dict[str, list] = {}
         for key in set(keys):
             for segment in index.segments:
@@ -152,10 +108,10 @@ class SortedReader(KindReader):
 
     def _key_range(self, index: ColumnIndex, condition: Range) -> KeyRange:
         column_type = self._column_type(index.name)
-        low = None if condition.low is None else _key(condition.low, column_type, index.key_type)
-        high = None if condition.high is None else _key(condition.high, column_type, index.key_type)
+        low = None if condition.low is None else bound_key(condition.low, column_type, index.key_type)
+        high = None if condition.high is None else bound_key(condition.high, column_type, index.key_type)
         # Keys of a nanosecond column are truncated to microseconds: bounds widen to keep every row.
-        widen = _is_nanoseconds(column_type)
+        widen = is_nanoseconds(column_type)
         return KeyRange(low, high, condition.low_inclusive or widen, condition.high_inclusive or widen)
 
     def _column_type(self, column: str) -> pa.DataType:
@@ -166,7 +122,7 @@ class SortedReader(KindReader):
 
     def locate(self, column: str, keys: pa.Array) -> tuple[pa.Table, bool]:
         # A key of a nanosecond column stands for every value of its microsecond.
-        return self.point_entries(column, keys), not _is_nanoseconds(self._column_type(column))
+        return self.point_entries(column, keys), not is_nanoseconds(self._column_type(column))
 
     def entry_files(self, column: str) -> list[str]:
         return [info.path for info in self.content.indexes[column].files]
@@ -216,7 +172,7 @@ class SortedReader(KindReader):
 
     def _null_entries(self, index: ColumnIndex, segment: Segment, position: int) -> list[pa.Table]:
         info = segment.file_for(None)
-        if info is None or (position and not self._may_hold(info.path, None)):
+        if info is None or (position and not self._may_hold(info.path, pa.nulls(1, index.key_type))[0]):
             return []
         footer = self._footer(index, info)
         chunk = footer.chunk_for(None)
@@ -228,7 +184,7 @@ class SortedReader(KindReader):
     def _entries_of_keys(self, index: ColumnIndex, info: IndexFileInfo, keys: pa.Array) -> pa.Table:
         footer = self._footer(index, info)
         if footer.bloom is not None:
-            keys = keys.filter(pa.array([footer.may_contain(k) for k in keys_of(keys)], pa.bool_()))
+            keys = keys.filter(footer.may_contain(keys))
         chunks = sorted({chunk for chunk, _ in _keys_by_span(_chunk_spans(footer), keys)})
         entries = self._read_chunks(index, info, footer, chunks)
         return entries.filter(pc.is_in(entries.column(KEY), value_set=keys))
@@ -236,16 +192,15 @@ class SortedReader(KindReader):
     def _after_increment_filter(self, info: IndexFileInfo, keys: pa.Array) -> pa.Array:
         if self.content.increment_filters is None:
             return keys
-        return keys.filter(pa.array([self._may_hold(info.path, k) for k in keys_of(keys)], pa.bool_()))
+        return keys.filter(self._may_hold(info.path, keys))
 
-    def _may_hold(self, increment_path: str, value: KeyValue) -> bool:
+    def _may_hold(self, increment_path: str, keys: pa.Array) -> np.ndarray:
+        """Per key, whether the increment's index file may hold it (by its bloom filter)."""
         filters = self.content.increment_filters
-        if filters is None:
-            return True
-        if self._filters is None:
+        if self._filters is None and filters is not None:
             self._filters = read_filters(self.storage, f"{self.index_dir}/{filters.path}")
-        bloom = self._filters.get(increment_path)
-        return bloom is None or bloom.may_contain(value)
+        bloom = None if self._filters is None else self._filters.get(increment_path)
+        return np.ones(len(keys), dtype=bool) if bloom is None else bloom.may_contain(keys)
 
     # -- ranges -------------------------------------------------------------------------------
     def range_entries(
@@ -295,16 +250,6 @@ class SortedReader(KindReader):
 
     def _path(self, info: IndexFileInfo) -> str:
         return f"{self.index_dir}/{info.path}"
-
-
-def _key(value: object, column_type: pa.DataType, key_type: pa.DataType) -> KeyValue:
-    """A bound literal as an index key, through the column's type first: the scan's filter
-    makes the same conversion (a millisecond column drops a literal's extra digits)."""
-    return key_of(arrow_scalar(value, column_type), key_type)
-
-
-def _is_nanoseconds(column_type: pa.DataType) -> bool:
-    return pa.types.is_timestamp(column_type) and column_type.unit == "ns"
 
 
 def _locations(entries: pa.Table) -> np.ndarray:

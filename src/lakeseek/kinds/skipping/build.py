@@ -1,0 +1,165 @@
+"""Writing sketch segments: a build over some lake files, and a merge of segments (optimize).
+
+A build is one stage of tasks (:mod:`lakeseek.engine.runner`): each reads a group of lake
+files once, for every column, sketches each file and spills its rows; the driver puts the
+rows in file order into one segment file. No sort or shuffle of keys: a file's sketch is
+small, which is why this kind builds faster than the sorted one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakeseek.format import values
+from lakeseek.format.lineage import Lineage
+from lakeseek.io import Address, Stamp, Storage
+from lakeseek.kinds.base import FILE_ID, KEY, Job
+from lakeseek.kinds.file_keys import FileKeyReader, IndexedColumn, file_groups
+from lakeseek.kinds.skipping.content import SketchSegment, SkippingConfig
+from lakeseek.kinds.skipping.sketches import (
+    BOUNDS,
+    MEMBERS,
+    distinct_estimate,
+    encode_segment,
+    read_segment,
+    rows_table,
+    sketch,
+    sketch_fields,
+    sketch_schema,
+    smallest_hashes,
+    summarize,
+    values_in_files,
+)
+from lakeseek.lake.files import reading_data_files
+from lakeseek.sources.base import LakeAddress
+
+
+def segment_path(data_dir: str) -> str:
+    return f"{data_dir}/sketches-{uuid.uuid4().hex}.parquet"
+
+
+def build_segment(job: Job, config: SkippingConfig, columns: list[IndexedColumn], files: Lineage) -> SketchSegment:
+    """A segment sketching ``columns`` of ``files``."""
+    storage = job.storage
+    scratch = f"{job.files.index_dir}/{job.files.scratch_dir}"
+    spec = _SketchSpec(
+        job.source.address,
+        job.files.index,
+        job.files.scratch_dir,
+        values.serialize_schema(job.schema),
+        job.partition_columns,
+        tuple(columns),
+        config,
+    )
+    try:
+        groups = file_groups(files, job.runner.parallelism) if len(files) else []
+        spills = job.runner.run("sketching the lake", [(spec, group) for group in groups], _sketch_task)
+        tables = [pa.ipc.open_file(pa.py_buffer(storage.read(spill["path"]))).read_all() for spill in spills]
+    finally:
+        if storage.is_dir(scratch):
+            storage.delete_dir(scratch)
+    key_types = [column.key_type for column in columns]
+    table = pa.concat_tables(tables) if tables else sketch_schema(key_types).empty_table()
+    table = table.sort_by(FILE_ID)
+    distinct = [
+        distinct_estimate(smallest_hashes([np.array(spill["smallest"][n], np.uint64) for spill in spills]))
+        for n in range(len(columns))
+    ]
+    summaries = tuple(summarize(table, n, key_types[n], distinct[n]) for n in range(len(columns)))
+    return _written(storage, job.files.index_dir, job.files.data_dir, table, tuple(c.name for c in columns), summaries)
+
+
+def merge_segments(
+    storage: Storage,
+    index_dir: str,
+    data_dir: str,
+    segments: list[SketchSegment],
+    key_types: dict[str, pa.DataType],
+    removed: frozenset[int],
+) -> SketchSegment | None:
+    """One segment holding every row of ``segments`` but those of ``removed`` files, for
+    every column any of them has. A file some segment sketches without a column gets an
+    *unknown* sketch of it (always read). None: no row is left."""
+    tables = [read_segment(storage, f"{index_dir}/{s.path}", s.size, s.files, None) for s in segments]
+    ids = np.unique(np.concatenate([t.column(FILE_ID).to_numpy() for t in tables] or [np.zeros(0, np.int32)]))
+    ids = ids[~np.isin(ids, np.fromiter(removed, np.int64, len(removed)))]
+    if not len(ids):
+        return None
+    columns = list(dict.fromkeys(c for s in segments for c in s.columns))
+    merged = {FILE_ID: pa.array(ids, pa.int32())}
+    summaries = []
+    for number, column in enumerate(columns):
+        fields = sketch_fields(number, key_types[column])
+        having = [(s, t) for s, t in zip(segments, tables, strict=True) if column in s.columns]
+        parts = []
+        for segment, table in having:
+            own = segment.columns.index(column)
+            parts.append(
+                pa.table(
+                    [table.column(FILE_ID), *(table.column(f"{part}_{own}") for part in (*BOUNDS, *MEMBERS))],
+                    names=[FILE_ID, *(f.name for f in fields)],
+                )
+            )
+        rows = pa.concat_tables(parts)
+        # A file rewritten in place keeps its id only when it was not removed: one row per id.
+        positions = pc.index_in(pa.array(ids, pa.int32()), value_set=rows.column(FILE_ID))
+        for field in fields:
+            merged[field.name] = rows.column(field.name).take(positions).cast(field.type)
+        files = sum(s.files for s, _ in having)
+        per_value = sum(s.summary(column).files_per_value * s.files for s, _ in having) / max(files, 1)
+        summaries.append((number, column, per_value))
+    table = pa.table(merged)
+    done = []
+    for number, column, per_value in summaries:
+        distinct = values_in_files(table, number) / max(per_value, 1.0)
+        done.append(summarize(table, number, key_types[column], distinct))
+    return _written(storage, index_dir, data_dir, table, tuple(columns), tuple(done))
+
+
+def _written(storage: Storage, index_dir: str, data_dir: str, table: pa.Table, columns, summaries) -> SketchSegment:
+    data = encode_segment(table)
+    path = segment_path(data_dir)
+    storage.write(f"{index_dir}/{path}", data)
+    return SketchSegment(path, len(data), table.num_rows, columns, summaries)
+
+
+# -- tasks (run on Spark executors, or in process) -------------------------------------
+@dataclass(frozen=True)
+class _SketchSpec:
+    lake: LakeAddress
+    index: Address
+    scratch_dir: str  # relative to the index directory
+    schema_text: str
+    partition_columns: tuple[str, ...]
+    columns: tuple[IndexedColumn, ...]
+    config: SkippingConfig
+
+
+def _sketch_task(spec: _SketchSpec, files: list[tuple[int, str, Stamp]]) -> list[dict]:
+    source = spec.lake.open()
+    storage, index_dir = spec.index.open()
+    reader = FileKeyReader(source, values.deserialize_schema(spec.schema_text), spec.partition_columns)
+    file_ids, rows = [], []
+    hashes: list[list[np.ndarray]] = [[] for _ in spec.columns]
+    for file_id, path, stamp in files:
+        with reading_data_files(source, [path]):  # a damaged file: an error naming it
+            distinct = reader.distinct_keys(path, stamp, spec.columns)
+        row = []
+        for number, column in enumerate(spec.columns):
+            found, hashed = sketch(distinct[column.name].column(KEY).combine_chunks(), spec.config)
+            row.append(found)
+            hashes[number].append(hashed)
+        file_ids.append(file_id)
+        rows.append(row)
+    table = rows_table(file_ids, rows, [column.key_type for column in spec.columns])
+    path = f"{index_dir}/{spec.scratch_dir}/sketches-{uuid.uuid4().hex}.arrow"
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    storage.write(path, sink.getvalue().to_pybytes())
+    return [{"path": path, "smallest": [smallest_hashes(h).tolist() for h in hashes]}]

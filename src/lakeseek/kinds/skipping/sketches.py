@@ -1,0 +1,176 @@
+"""Sketch files: one row per data file, the sketches of each column (Hyperspace's data-skipping
+index, in-process).
+
+A segment file is Parquet with ``file_id`` (int32, sorted) and, for the segment's ``n``-th
+column:
+
+- ``min_n``, ``max_n`` (the key type): the file's lowest and highest non-NULL key (NULL when
+  the file holds none);
+- ``nulls_n`` (bool): whether the file holds NULL; NULL means *unknown* (a file merged in
+  without sketches of this column), and such a file is always read;
+- ``values_n`` (list of keys): the file's distinct non-NULL keys, when at most ``value_list``;
+- ``bloom_n`` (binary): otherwise a bloom filter of them (:mod:`lakeseek.format.bloom`).
+
+A lookup reads only the columns its condition needs (bounds for a range; bounds and members
+for values). docs/format.md specifies the file.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakeseek.exceptions import IndexCorruptError
+from lakeseek.format.bloom import BloomFilter, keys_held
+from lakeseek.format.hashing import hash64
+from lakeseek.format.values import is_temporal_key, key_of, keys_of
+from lakeseek.io import Storage
+from lakeseek.kinds.base import FILE_ID
+from lakeseek.kinds.keys import key_number
+from lakeseek.kinds.skipping.content import ColumnSummary, SkippingConfig
+
+BOUNDS = ("min", "max", "nulls")
+MEMBERS = ("values", "bloom")
+# Smallest distinct hashes kept per column to estimate distinct values (KMV: ~3 % error).
+DISTINCT_SAMPLE = 1024
+
+
+def sketch_fields(number: int, key_type: pa.DataType) -> list[pa.Field]:
+    return [
+        pa.field(f"min_{number}", key_type),
+        pa.field(f"max_{number}", key_type),
+        pa.field(f"nulls_{number}", pa.bool_()),
+        pa.field(f"values_{number}", pa.list_(key_type)),
+        pa.field(f"bloom_{number}", pa.binary()),
+    ]
+
+
+def sketch_schema(key_types: list[pa.DataType]) -> pa.Schema:
+    fields = [pa.field(FILE_ID, pa.int32(), nullable=False)]
+    for number, key_type in enumerate(key_types):
+        fields.extend(sketch_fields(number, key_type))
+    return pa.schema(fields)
+
+
+def sketch(keys: pa.Array, config: SkippingConfig) -> tuple[dict, np.ndarray]:
+    """One file's sketch of one column from its distinct keys (NULL among them when it holds
+    NULL), and the hashes of its non-NULL keys (for estimating distinct values)."""
+    present = keys.drop_null()
+    bounds = pc.min_max(present)
+    hashes = hash64(present) if len(present) else np.zeros(0, np.uint64)
+    listed = len(present) <= config.value_list
+    bloom = None
+    if not listed and config.bloom:
+        bloom = BloomFilter.build(present).to_bytes()
+    row = {
+        "min": bounds["min"].as_py() if len(present) else None,
+        "max": bounds["max"].as_py() if len(present) else None,
+        "nulls": keys.null_count > 0,
+        "values": present.to_pylist() if listed else None,
+        "bloom": bloom,
+    }
+    return row, hashes
+
+
+def rows_table(file_ids: list[int], rows: list[list[dict]], key_types: list[pa.DataType]) -> pa.Table:
+    """Sketch rows (per file, one dict per column) as a table of :func:`sketch_schema`."""
+    schema = sketch_schema(key_types)
+    data: dict[str, list] = {FILE_ID: file_ids}
+    for number in range(len(key_types)):
+        for part in (*BOUNDS, *MEMBERS):
+            data[f"{part}_{number}"] = [row[number][part] for row in rows]
+    return pa.table(data, schema=schema)
+
+
+def smallest_hashes(hashes: list[np.ndarray]) -> np.ndarray:
+    """The DISTINCT_SAMPLE smallest distinct hashes among ``hashes``."""
+    joined = np.unique(np.concatenate(hashes)) if hashes else np.zeros(0, np.uint64)
+    return joined[:DISTINCT_SAMPLE]
+
+
+def distinct_estimate(smallest: np.ndarray) -> float:
+    """Distinct values from the smallest distinct hashes (Bar-Yossef et al.'s KMV estimate)."""
+    if len(smallest) < DISTINCT_SAMPLE:
+        return float(len(smallest))
+    return (DISTINCT_SAMPLE - 1) / (float(smallest[-1]) / 2.0**64)
+
+
+def summarize(table: pa.Table, number: int, key_type: pa.DataType, distinct: float) -> ColumnSummary:
+    """The cost model's view of one column of a segment table."""
+    low, high = table.column(f"min_{number}"), table.column(f"max_{number}")
+    has_keys = pc.is_valid(low)
+    files_with_keys = pc.sum(has_keys.cast(pa.int64())).as_py() or 0
+    lowest, highest = pc.min(low), pc.max(high)
+    low_key = key_of(lowest, key_type) if lowest.is_valid else None
+    high_key = key_of(highest, key_type) if highest.is_valid else None
+    span_share = 1.0
+    if low_key is not None and high_key is not None and files_with_keys:
+        numbers = _numbers(low.filter(has_keys)), _numbers(high.filter(has_keys))
+        width = key_number(high_key) - key_number(low_key)
+        span_share = float(np.mean(numbers[1] - numbers[0]) / width) if width > 0 else 1.0
+    # Files a value is in: the files' distinct values over the segment's.
+    in_files = values_in_files(table, number)
+    files_per_value = min(max(in_files / max(distinct, 1.0), 1.0 if files_with_keys else 0.0), table.num_rows)
+    sizes = _column_bytes(table)
+    return ColumnSummary(
+        min=low_key,
+        max=high_key,
+        null_files=pc.sum(table.column(f"nulls_{number}").fill_null(True).cast(pa.int64())).as_py() or 0,
+        files_per_value=float(files_per_value),
+        distinct=float(distinct),
+        span_share=min(max(span_share, 0.0), 1.0),
+        bounds_bytes=sum(sizes[f"{part}_{number}"] for part in BOUNDS) + sizes[FILE_ID],
+        members_bytes=sum(sizes[f"{part}_{number}"] for part in MEMBERS),
+    )
+
+
+def values_in_files(table: pa.Table, number: int) -> float:
+    """The distinct values of each file, summed over the files (exact for value lists, the
+    bloom filter's size's for the others)."""
+    listed = pc.sum(pc.list_value_length(table.column(f"values_{number}")).fill_null(0)).as_py() or 0
+    blooms = pc.binary_length(table.column(f"bloom_{number}").drop_null()).to_numpy()
+    bloomed = float(np.sum(keys_held(blooms))) if len(blooms) else 0.0
+    return float(listed + bloomed)
+
+
+def _numbers(keys: pa.ChunkedArray) -> np.ndarray:
+    if pa.types.is_integer(keys.type) or is_temporal_key(keys.type):
+        storage = pa.int32() if pa.types.is_date32(keys.type) else pa.int64()
+        return keys.cast(storage).to_numpy().astype(np.float64)
+    return np.array([key_number(k) for k in keys_of(keys)], dtype=np.float64)
+
+
+def _column_bytes(table: pa.Table) -> dict[str, int]:
+    """Compressed bytes per column of the table as written (its Parquet metadata)."""
+    metadata = pq.ParquetFile(io.BytesIO(encode_segment(table))).metadata
+    sizes = dict.fromkeys(table.column_names, 0)
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for position in range(row_group.num_columns):
+            chunk = row_group.column(position)
+            sizes[chunk.path_in_schema.split(".")[0]] += chunk.total_compressed_size
+    return sizes
+
+
+def encode_segment(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd", row_group_size=max(1, table.num_rows))
+    return sink.getvalue().to_pybytes()
+
+
+def read_segment(storage: Storage, path: str, size: int, files: int, columns: list[str] | None) -> pa.Table:
+    """Columns of a segment file (all: None), checked to be what the root says it is."""
+    try:
+        with storage.open_input(path, size) as source:
+            parquet = pq.ParquetFile(source)
+            if parquet.metadata.num_rows != files or FILE_ID not in parquet.schema_arrow.names:
+                raise IndexCorruptError(f"sketch file {path} does not hold the {files:,} rows its index names")
+            return parquet.read(columns=None if columns is None else [FILE_ID, *columns])
+    except IndexCorruptError:
+        raise
+    except (OSError, ValueError, KeyError, pa.ArrowException) as error:
+        raise IndexCorruptError(f"sketch file {path} is missing or damaged ({error})") from error
