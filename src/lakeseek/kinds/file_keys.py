@@ -18,11 +18,11 @@ from lakeseek.exceptions import IncompatibleSchemaError
 from lakeseek.expressions.binding import resolve_column, value_type
 from lakeseek.format import values
 from lakeseek.format.lineage import Lineage
-from lakeseek.io import Stamp
-from lakeseek.kinds.base import KEY, ROW_GROUP
+from lakeseek.io import Address, Stamp, Storage
+from lakeseek.kinds.base import KEY, ROW_GROUP, Job
 from lakeseek.lake.files import kept_rows, open_data_file, partition_fields, plain_schema
 from lakeseek.lake.schemas import match_columns
-from lakeseek.sources.base import LakeSource
+from lakeseek.sources.base import LakeAddress, LakeSource
 
 # Lake bytes per scan task.
 BYTES_PER_SCAN_TASK = 64 * 2**20
@@ -72,6 +72,37 @@ def file_groups(lineage: Lineage, parallelism: int) -> list[list[tuple[int, str,
         groups[-1].append((file_id, path, stamp))
         filled += stamp.size
     return groups
+
+
+@dataclass(frozen=True)
+class LakeScan:
+    """What a build task needs to read lake files' keys wherever it runs (plain data: it is
+    pickled to executors): the lake, the index directory, the schema and the columns."""
+
+    lake: LakeAddress
+    index: Address
+    scratch_dir: str  # relative to the index directory
+    schema_text: str
+    partition_columns: tuple[str, ...]
+    columns: tuple[IndexedColumn, ...]
+
+    @classmethod
+    def of(cls, job: Job, columns: list[IndexedColumn]) -> LakeScan:
+        return cls(
+            job.source.address,
+            job.files.index,
+            job.files.scratch_dir,
+            values.serialize_schema(job.schema),
+            job.partition_columns,
+            tuple(columns),
+        )
+
+    def open(self) -> tuple[FileKeyReader, Storage, str]:
+        """In the task: a reader of the lake's files, the index storage and its scratch directory."""
+        source = self.lake.open()
+        storage, index_dir = self.index.open()
+        reader = FileKeyReader(source, values.deserialize_schema(self.schema_text), self.partition_columns)
+        return reader, storage, f"{index_dir}/{self.scratch_dir}"
 
 
 class FileKeyReader:

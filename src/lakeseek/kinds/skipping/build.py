@@ -15,15 +15,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeseek.format import values
 from lakeseek.format.lineage import Lineage
-from lakeseek.io import Address, Stamp, Storage
+from lakeseek.io import Stamp, Storage
 from lakeseek.kinds.base import FILE_ID, KEY, Job
-from lakeseek.kinds.file_keys import FileKeyReader, IndexedColumn, file_groups
+from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups
 from lakeseek.kinds.skipping.content import SketchSegment, SkippingConfig
 from lakeseek.kinds.skipping.sketches import (
     BOUNDS,
     MEMBERS,
+    column_bytes,
     distinct_estimate,
     encode_segment,
     read_segment,
@@ -36,7 +36,6 @@ from lakeseek.kinds.skipping.sketches import (
     values_in_files,
 )
 from lakeseek.lake.files import reading_data_files
-from lakeseek.sources.base import LakeAddress
 
 
 def segment_path(data_dir: str) -> str:
@@ -47,15 +46,7 @@ def build_segment(job: Job, config: SkippingConfig, columns: list[IndexedColumn]
     """A segment sketching ``columns`` of ``files``."""
     storage = job.storage
     scratch = f"{job.files.index_dir}/{job.files.scratch_dir}"
-    spec = _SketchSpec(
-        job.source.address,
-        job.files.index,
-        job.files.scratch_dir,
-        values.serialize_schema(job.schema),
-        job.partition_columns,
-        tuple(columns),
-        config,
-    )
+    spec = _SketchSpec(LakeScan.of(job, columns), config)
     try:
         groups = file_groups(files, job.runner.parallelism) if len(files) else []
         spills = job.runner.run("sketching the lake", [(spec, group) for group in groups], _sketch_task)
@@ -70,8 +61,9 @@ def build_segment(job: Job, config: SkippingConfig, columns: list[IndexedColumn]
         distinct_estimate(smallest_hashes([np.array(spill["smallest"][n], np.uint64) for spill in spills]))
         for n in range(len(columns))
     ]
-    summaries = tuple(summarize(table, n, key_types[n], distinct[n]) for n in range(len(columns)))
-    return _written(storage, job.files.index_dir, job.files.data_dir, table, tuple(c.name for c in columns), summaries)
+    return _written(
+        storage, job.files.index_dir, job.files.data_dir, table, [c.name for c in columns], key_types, distinct
+    )
 
 
 def merge_segments(
@@ -92,7 +84,7 @@ def merge_segments(
         return None
     columns = list(dict.fromkeys(c for s in segments for c in s.columns))
     merged = {FILE_ID: pa.array(ids, pa.int32())}
-    summaries = []
+    per_values = []
     for number, column in enumerate(columns):
         fields = sketch_fields(number, key_types[column])
         having = [(s, t) for s, t in zip(segments, tables, strict=True) if column in s.columns]
@@ -112,52 +104,54 @@ def merge_segments(
             merged[field.name] = rows.column(field.name).take(positions).cast(field.type)
         files = sum(s.files for s, _ in having)
         per_value = sum(s.summary(column).files_per_value * s.files for s, _ in having) / max(files, 1)
-        summaries.append((number, column, per_value))
+        per_values.append(per_value)
     table = pa.table(merged)
-    done = []
-    for number, column, per_value in summaries:
-        distinct = values_in_files(table, number) / max(per_value, 1.0)
-        done.append(summarize(table, number, key_types[column], distinct))
-    return _written(storage, index_dir, data_dir, table, tuple(columns), tuple(done))
+    distinct = [values_in_files(table, n) / max(per_value, 1.0) for n, per_value in enumerate(per_values)]
+    return _written(storage, index_dir, data_dir, table, columns, [key_types[c] for c in columns], distinct)
 
 
-def _written(storage: Storage, index_dir: str, data_dir: str, table: pa.Table, columns, summaries) -> SketchSegment:
+def _written(
+    storage: Storage,
+    index_dir: str,
+    data_dir: str,
+    table: pa.Table,
+    columns: list[str],
+    key_types: list[pa.DataType],
+    distinct: list[float],
+) -> SketchSegment:
+    """``table`` written as a segment of ``columns``, with their summaries."""
     data = encode_segment(table)
+    sizes = column_bytes(data)
+    summaries = tuple(summarize(table, n, key_types[n], distinct[n], sizes) for n in range(len(columns)))
     path = segment_path(data_dir)
     storage.write(f"{index_dir}/{path}", data)
-    return SketchSegment(path, len(data), table.num_rows, columns, summaries)
+    return SketchSegment(path, len(data), table.num_rows, tuple(columns), summaries)
 
 
 # -- tasks (run on Spark executors, or in process) -------------------------------------
 @dataclass(frozen=True)
 class _SketchSpec:
-    lake: LakeAddress
-    index: Address
-    scratch_dir: str  # relative to the index directory
-    schema_text: str
-    partition_columns: tuple[str, ...]
-    columns: tuple[IndexedColumn, ...]
+    scan: LakeScan
     config: SkippingConfig
 
 
 def _sketch_task(spec: _SketchSpec, files: list[tuple[int, str, Stamp]]) -> list[dict]:
-    source = spec.lake.open()
-    storage, index_dir = spec.index.open()
-    reader = FileKeyReader(source, values.deserialize_schema(spec.schema_text), spec.partition_columns)
+    reader, storage, scratch = spec.scan.open()
+    columns = spec.scan.columns
     file_ids, rows = [], []
-    hashes: list[list[np.ndarray]] = [[] for _ in spec.columns]
+    hashes: list[list[np.ndarray]] = [[] for _ in columns]
     for file_id, path, stamp in files:
-        with reading_data_files(source, [path]):  # a damaged file: an error naming it
-            distinct = reader.distinct_keys(path, stamp, spec.columns)
+        with reading_data_files(reader.source, [path]):  # a damaged file: an error naming it
+            distinct = reader.distinct_keys(path, stamp, columns)
         row = []
-        for number, column in enumerate(spec.columns):
+        for number, column in enumerate(columns):
             found, hashed = sketch(distinct[column.name].column(KEY).combine_chunks(), spec.config)
             row.append(found)
             hashes[number].append(hashed)
         file_ids.append(file_id)
         rows.append(row)
-    table = rows_table(file_ids, rows, [column.key_type for column in spec.columns])
-    path = f"{index_dir}/{spec.scratch_dir}/sketches-{uuid.uuid4().hex}.arrow"
+    table = rows_table(file_ids, rows, [column.key_type for column in columns])
+    path = f"{scratch}/sketches-{uuid.uuid4().hex}.arrow"
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)

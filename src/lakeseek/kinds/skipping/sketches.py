@@ -99,8 +99,10 @@ def distinct_estimate(smallest: np.ndarray) -> float:
     return (DISTINCT_SAMPLE - 1) / (float(smallest[-1]) / 2.0**64)
 
 
-def summarize(table: pa.Table, number: int, key_type: pa.DataType, distinct: float) -> ColumnSummary:
-    """The cost model's view of one column of a segment table."""
+def summarize(
+    table: pa.Table, number: int, key_type: pa.DataType, distinct: float, sizes: dict[str, int]
+) -> ColumnSummary:
+    """The cost model's view of one column of a segment table (``sizes``: its columns' bytes as written)."""
     low, high = table.column(f"min_{number}"), table.column(f"max_{number}")
     has_keys = pc.is_valid(low)
     files_with_keys = pc.sum(has_keys.cast(pa.int64())).as_py() or 0
@@ -115,7 +117,6 @@ def summarize(table: pa.Table, number: int, key_type: pa.DataType, distinct: flo
     # Files a value is in: the files' distinct values over the segment's.
     in_files = values_in_files(table, number)
     files_per_value = min(max(in_files / max(distinct, 1.0), 1.0 if files_with_keys else 0.0), table.num_rows)
-    sizes = _column_bytes(table)
     return ColumnSummary(
         min=low_key,
         max=high_key,
@@ -144,10 +145,10 @@ def _numbers(keys: pa.ChunkedArray) -> np.ndarray:
     return np.array([key_number(k) for k in keys_of(keys)], dtype=np.float64)
 
 
-def _column_bytes(table: pa.Table) -> dict[str, int]:
-    """Compressed bytes per column of the table as written (its Parquet metadata)."""
-    metadata = pq.ParquetFile(io.BytesIO(encode_segment(table))).metadata
-    sizes = dict.fromkeys(table.column_names, 0)
+def column_bytes(data: bytes) -> dict[str, int]:
+    """Compressed bytes per column of a segment file (from its Parquet metadata)."""
+    metadata = pq.ParquetFile(io.BytesIO(data)).metadata
+    sizes = dict.fromkeys(metadata.schema.to_arrow_schema().names, 0)
     for group in range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         for position in range(row_group.num_columns):

@@ -32,7 +32,7 @@ from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import sort_key
 from lakeseek.io import Address, Stamp
 from lakeseek.kinds.base import Job
-from lakeseek.kinds.file_keys import FileKeyReader, IndexedColumn, file_groups
+from lakeseek.kinds.file_keys import FileKeyReader, IndexedColumn, LakeScan, file_groups
 from lakeseek.kinds.sorted_index.content import IndexConfig, Segment
 from lakeseek.kinds.sorted_index.index_file import (
     FILE_ID,
@@ -44,7 +44,6 @@ from lakeseek.kinds.sorted_index.index_file import (
     write_index_file,
 )
 from lakeseek.lake.files import reading_data_files
-from lakeseek.sources.base import LakeAddress
 
 
 def index_file_prefix(data_dir: str, column_number: int) -> str:
@@ -78,12 +77,7 @@ class IndexJob:
         job = self.job
         boundaries = self._boundaries(columns, files)
         scan = _ScanSpec(
-            job.source.address,
-            job.files.index,
-            job.files.scratch_dir,
-            values.serialize_schema(job.schema),
-            job.partition_columns,
-            tuple(columns),
+            LakeScan.of(job, columns),
             {c.name: [values.encode(b, c.key_type) for b in boundaries[c.name]] for c in columns},
             self.config.row_groups,
         )
@@ -156,31 +150,23 @@ def _quantiles(sample: pa.Array, ranges: int) -> list:
 # -- tasks (run on Spark executors, or in process) -------------------------------------
 @dataclass(frozen=True)
 class _ScanSpec:
-    lake: LakeAddress
-    index: Address
-    scratch_dir: str  # relative to the index directory
-    schema_text: str
-    partition_columns: tuple[str, ...]
-    columns: tuple[IndexedColumn, ...]
+    scan: LakeScan
     boundaries: dict[str, list]
     row_groups: bool
 
 
 def _scan_task(spec: _ScanSpec, files: list[tuple[int, str, Stamp]]) -> list[dict]:
-    source = spec.lake.open()
-    storage, index_dir = spec.index.open()
-    scratch = f"{index_dir}/{spec.scratch_dir}"
-    schema = values.deserialize_schema(spec.schema_text)
-    reader = FileKeyReader(source, schema, spec.partition_columns)
+    reader, storage, scratch = spec.scan.open()
+    source, columns = reader.source, spec.scan.columns
     found: dict[str, list[pa.Table]] = defaultdict(list)
     for file_id, path, stamp in files:
         with reading_data_files(source, [path]):  # a damaged file: an error naming it
-            distinct_keys = reader.distinct_keys(path, stamp, spec.columns, spec.row_groups)
+            distinct_keys = reader.distinct_keys(path, stamp, columns, spec.row_groups)
         for column, distinct in distinct_keys.items():
             found[column].append(distinct.append_column(FILE_ID, pa.array([file_id] * len(distinct), pa.int32())))
     task = uuid.uuid4().hex
     spills = []
-    for column in spec.columns:
+    for column in columns:
         key_type = column.key_type
         schema = entry_schema(key_type, spec.row_groups)
         entries = pa.concat_tables(found[column.name]).select(schema.names).cast(schema)
