@@ -21,6 +21,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from lakeseek.sources.directory import is_hidden
@@ -347,3 +348,27 @@ def restamp_indexes(lake: str) -> None:
     for old, new in rewritten.items():
         if old != new:
             os.remove(old)
+
+
+# CI runs a fixed set of examples; `make fuzz` sets LAKESEEK_FUZZ_EXAMPLES for a longer run with new seeds.
+FUZZ_EXAMPLES = os.environ.get("LAKESEEK_FUZZ_EXAMPLES")
+
+
+def fuzz_settings(examples: int) -> settings:
+    """Hypothesis settings of a generated test: ``examples`` fixed ones in CI, more under ``make fuzz``."""
+    return settings(
+        max_examples=int(FUZZ_EXAMPLES or examples),
+        deadline=None,
+        derandomize=FUZZ_EXAMPLES is None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+
+
+def check_generated_predicates(index, rows: list[dict], data, draws: int = 5) -> None:
+    """``draws`` generated predicates read a full scan's rows through ``index``, whose files
+    include every file holding a match."""
+    for _ in range(draws):
+        tree = data.draw(predicate_trees(rows))
+        where = to_sql(tree)
+        assert ids(index.read(where, columns=["id"])) == ids(matching(rows, tree)), where
+        assert set(index.files(where)) >= set(files_with(rows, tree)), where

@@ -129,6 +129,8 @@ def differential_lake(tmp_path_factory, spark):
     index = lakeseek.create_index(root, INDEXED, spark=spark, chunk_rows=8, entries_per_index_file=16)
     # The same columns sketched: value lists where a file holds at most 2 values, bloom filters elsewhere.
     lakeseek.create_index(root, INDEXED, kind="skipping", name="skipping", spark=spark, value_list=2)
+    # And filtered: one slot per bucket, so filters grow; every query also through all three at once.
+    lakeseek.create_index(root, INDEXED, kind="cuckoo", name="cuckoo", spark=spark, slots=1)
     # Spark reads this lake with the widened schema given (its own inference stops at the
     # first file's int32, and mergeSchema refuses int32 with int64).
     frame = spark.read.schema(spark_schema(index)).parquet(root)
@@ -309,7 +311,12 @@ FUZZ_EXAMPLES = os.environ.get("LAKESEEK_FUZZ_EXAMPLES")
 )
 @given(st.lists(predicates, min_size=20, max_size=20))
 def test_read_and_files_agree_with_spark(differential_lake, spark, wheres):
-    indexes = [lakeseek.open_index(differential_lake), lakeseek.open_index(differential_lake, name="skipping")]
+    indexes = [
+        lakeseek.open_index(differential_lake),
+        lakeseek.open_index(differential_lake, name="skipping"),
+        lakeseek.open_index(differential_lake, name="cuckoo"),
+        lakeseek.open_indexes(differential_lake),
+    ]
     rows = pq.read_table(differential_lake, columns=["id"]).num_rows
     for where, expected in zip(wheres, _spark_truth(spark, wheres), strict=True):
         for index in indexes:
@@ -318,11 +325,11 @@ def test_read_and_files_agree_with_spark(differential_lake, spark, wheres):
                     index.read(where)
                 continue
             got = index.read(where, columns=["id"]).column("id").to_pylist()
-            assert sorted(got) == sorted(expected), (index.root.kind, where)
+            assert sorted(got) == sorted(expected), (index, where)
             assert len(got) <= rows
             holding = {path.rsplit("/", 1)[-1] for path in index.files(where)}
             needed = {f"part-{row_id // 9}.parquet" for row_id in expected}
-            assert needed <= holding, (index.root.kind, where)
+            assert needed <= holding, (index, where)
 
 
 def _files_holding(root: str, column: str, value: object) -> set[str]:

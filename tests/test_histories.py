@@ -36,6 +36,7 @@ from hypothesis.control import currently_in_test_context
 
 import lakeseek
 from lakeseek.exceptions import LakeseekError
+from lakeseek.kinds.cuckoo.build import read_directory
 from lakeseek.kinds.keys import KeyRange
 from lakeseek.kinds.skipping.sketches import read_segment
 from lakeseek.operations import protocol as operations
@@ -214,8 +215,10 @@ class History:
         # filters, and value lists of none, a few or many values.
         if kind == "sorted":
             options = {"chunk_rows": chunk_rows, "entries_per_index_file": chunk_rows * 3, "row_groups": row_groups}
-        else:
+        elif kind == "skipping":
             options = {"bloom": not row_groups, "value_list": chunk_rows // 4}
+        else:  # cuckoo: one slot per bucket makes filters grow; 24-bit fingerprints take 3 bytes
+            options = {"fingerprint_bits": 24 if row_groups else 16, "slots": max(1, chunk_rows // 16)}
         self.log(f"create {kind} {columns} ({options})")
         default = f"{_region_dir(None)}{os.sep}"
         if "region" in columns and all(self._rel(path).startswith(default) for path in self._files()):
@@ -394,6 +397,9 @@ def _covered_files(index: lakeseek.Index, column: str) -> set[int]:
         segments = index.root.content.segments_of(column)
         tables = [read_segment(index.storage, f"{index.index_dir}/{s.path}", s.size, s.files, []) for s in segments]
         return {file_id for table in tables for file_id in table.column("file_id").to_pylist()}
+    if index.root.kind == "cuckoo":
+        segments = index.root.content.segments_of(column)
+        return {int(i) for s in segments for i in read_directory(index.storage, index.index_dir, s)["file_id"]}
     entries = reader.range_entries(column, KeyRange())
     nulls = reader.point_entries(column, [None])
     return set(entries.column("file_id").to_pylist()) | set(nulls.column("file_id").to_pylist())
@@ -424,7 +430,7 @@ creates = st.tuples(
     st.lists(st.sampled_from(["id", "code", "name", "region"]), min_size=1, max_size=3, unique=True),
     st.booleans(),
     st.sampled_from([2, 4, 64]),
-    st.sampled_from(["sorted", "skipping"]),
+    st.sampled_from(["sorted", "skipping", "cuckoo"]),
 )
 # A round: a few lake changes, then one index operation.
 rounds = st.tuples(st.lists(lake_steps, max_size=3), index_steps)
@@ -479,6 +485,8 @@ _EVERY_STEP = (
 @example(history=(_EVERY_STEP[0], ("create", ["name"], True, 4, "sorted"), _EVERY_STEP[1], 8, 20_000))
 @example(history=(_EVERY_STEP[0], ("create", ["code", "name"], False, 64, "skipping"), _EVERY_STEP[1], 9, 0))
 @example(history=(_EVERY_STEP[0], ("create", ["id", "region"], True, 4, "skipping"), _EVERY_STEP[1], 10, 20_000))
+@example(history=(_EVERY_STEP[0], ("create", ["id", "name"], True, 2, "cuckoo"), _EVERY_STEP[1], 11, 0))
+@example(history=(_EVERY_STEP[0], ("create", ["code", "region"], False, 64, "cuckoo"), _EVERY_STEP[1], 12, 20_000))
 @settings(
     max_examples=int(FUZZ_EXAMPLES or 20),
     deadline=None,

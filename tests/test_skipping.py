@@ -18,15 +18,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import lakeseek
 from lakeseek.cli.main import main
 from lakeseek.exceptions import LakeseekError
-from tests.lakes import INDEXABLE, all_rows, files_with, ids, make_typed_lake, matching, predicate_trees, to_sql
-
-FUZZ_EXAMPLES = os.environ.get("LAKESEEK_FUZZ_EXAMPLES")
+from tests.lakes import (
+    INDEXABLE,
+    all_rows,
+    check_generated_predicates,
+    files_with,
+    fuzz_settings,
+    ids,
+    make_typed_lake,
+    matching,
+    to_sql,
+)
 
 
 @pytest.fixture(scope="module")
@@ -38,21 +46,11 @@ def sketched_lake(tmp_path_factory):
     return root, all_rows(root)
 
 
-@settings(
-    max_examples=int(FUZZ_EXAMPLES or 60),
-    deadline=None,
-    derandomize=FUZZ_EXAMPLES is None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@fuzz_settings(60)
 @given(st.data())
 def test_generated_predicates_read_a_full_scans_rows(sketched_lake, data):
     root, rows = sketched_lake
-    index = lakeseek.open_index(root)
-    for _ in range(5):
-        tree = data.draw(predicate_trees(rows))
-        where = to_sql(tree)
-        assert ids(index.read(where, columns=["id"])) == ids(matching(rows, tree)), where
-        assert set(index.files(where)) >= set(files_with(rows, tree)), where
+    check_generated_predicates(lakeseek.open_index(root), rows, data)
 
 
 def test_a_value_outside_every_file_reads_nothing(sketched_lake):

@@ -1,8 +1,9 @@
 """lakeseek: needle-in-a-haystack lookups on Parquet data lakes, through an index stored in the lake.
 
 ``create_index`` builds an index with Spark; ``open_index`` opens one for lookups, which
-need no Spark. ``refresh_index``, ``optimize_index``, ``delete_index``, ``restore_index``,
-``vacuum_index``, ``cancel_operations`` and ``list_indexes`` manage its life.
+need no Spark, and ``open_indexes`` every index of a lake, each query going through the
+cheapest. ``refresh_index``, ``optimize_index``, ``delete_index``, ``restore_index``,
+``vacuum_index``, ``cancel_operations`` and ``list_indexes`` manage their life.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from lakeseek.exceptions import (
 )
 from lakeseek.format.root import ColumnStatus
 from lakeseek.index import Index, IndexStatus, list_indexes, open_index
+from lakeseek.indexes import IndexSet, open_indexes
 from lakeseek.kinds import register_kind
 from lakeseek.operations import (
     VacuumResult,
@@ -61,6 +63,7 @@ __all__ = [
     "IndexCorruptError",
     "IndexFormatError",
     "IndexNotFoundError",
+    "IndexSet",
     "IndexStatus",
     "LakeNotFoundError",
     "LakeseekError",
@@ -85,6 +88,7 @@ __all__ = [
     "delete_index",
     "list_indexes",
     "open_index",
+    "open_indexes",
     "open_lake",
     "optimize_index",
     "refresh_index",

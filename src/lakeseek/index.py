@@ -39,7 +39,7 @@ from lakeseek.lake.schemas import current_partition_types, merge_schemas, spark_
 from lakeseek.lake.state import Changes, LakeState, compare
 from lakeseek.locate import FILE, exact_keys, locate_keys, scan_keys
 from lakeseek.location import DEFAULT_NAME, LakeLike, Location, as_indexed, index_names, locate
-from lakeseek.planning import Explanation, Fallback, Plan, explanation, full_scan, plan
+from lakeseek.planning import Explanation, Fallback, Plan, Planner, Prepared, explanation, full_scan
 from lakeseek.sources.base import Snapshot
 from lakeseek.status import IndexStatus, index_status
 
@@ -206,7 +206,7 @@ class Index:
         """The files a query with this predicate (SQL text or an unbound expression tree) must
         read, in the lake as ``state`` lists it (default: now)."""
         state = state or self.lake_state()
-        return self._plan(self._bind(where, state), state)
+        return self._plan(self.bind(where, state), state)
 
     def files(self, where: str) -> list[str]:
         """Paths of the data files that may hold rows matching ``where`` (SQL)."""
@@ -219,15 +219,15 @@ class Index:
     def query(self, where: str, columns: list[str] | None = None) -> tuple[pa.Table, Plan]:
         """:meth:`read`, with the plan it read by (for callers that report staleness or fallbacks)."""
         state = self.lake_state()
-        predicate = self._bind(where, state)
+        predicate = self.bind(where, state)
         chosen = self._plan(predicate, state)
-        return self._read(chosen.files, predicate, columns, chosen.row_groups, state), chosen
+        return self.read_files(chosen.files, predicate, columns, chosen.row_groups, state), chosen
 
     def scan(self, where: str, columns: list[str] | None = None) -> pa.Table:
         """The rows matching ``where``, read from every file of the lake without the index."""
         state = self.lake_state()
-        predicate = self._bind(where, state)
-        return self._read(list(state.files), predicate, columns, None, state)
+        predicate = self.bind(where, state)
+        return self.read_files(list(state.files), predicate, columns, None, state)
 
     def explain(self, where: str, *, analyze: bool = False) -> Explanation:
         """How a query with this predicate uses the index: columns used, candidate files (and
@@ -237,13 +237,13 @@ class Index:
         started = time.perf_counter()
         with counting() as io:
             state = self.lake_state()
-            predicate = self._bind(where, state)
+            predicate = self.bind(where, state)
             chosen = self._plan(predicate, state)
         sizes = {path: state.files[path].size for path in chosen.files}
         result = explanation(where, self.name, self.version, chosen, sizes, io.reads, io.bytes_read)
         if not analyze:
             return result
-        rows = self._read(chosen.files, predicate, None, chosen.row_groups, state).num_rows
+        rows = self.read_files(chosen.files, predicate, None, chosen.row_groups, state).num_rows
         return dataclasses.replace(result, rows=rows, seconds=time.perf_counter() - started)
 
     def locate(self, keys: Iterable[KeyValue] | pa.Array, column: str | None = None) -> pa.Table:
@@ -369,13 +369,14 @@ class Index:
         return index_status(self)
 
     # -- internals --------------------------------------------------------------------------
-    def _bind(self, where: str | Predicate, state: LakeState | None = None) -> Predicate:
+    def bind(self, where: str | Predicate, state: LakeState | None = None) -> Predicate:
+        """``where`` (SQL text or an unbound expression tree) bound to the lake's schema in ``state``."""
         if not isinstance(where, str | Predicate):
             raise PredicateParseError(f"a predicate is SQL text, not {type(where).__name__}: {where!r}")
         schema = self.schema_of(state or self.lake_state())
         return bind(parse_where(where) if isinstance(where, str) else where, schema)
 
-    def _read(
+    def read_files(
         self,
         files: list[str],
         predicate: Predicate,
@@ -383,6 +384,7 @@ class Index:
         row_groups: dict | None,
         state: LakeState,
     ) -> pa.Table:
+        """The rows of ``files`` (with ``row_groups``, only those) that a bound ``predicate`` keeps."""
         schema = self.schema_of(state)
         selected = None if columns is None else [resolve_column(c, schema).name for c in columns]
         if selected is not None and len(set(selected)) < len(selected):
@@ -396,20 +398,7 @@ class Index:
             return read_matching(dataset, selected, predicate, schema)
 
     def _plan(self, predicate: Predicate, state: LakeState) -> Plan:
-        if self.root.state == DELETED:
-            chosen = full_scan(
-                state.files,
-                f"index '{self.name}' is deleted (restore it to use it): every file is read",
-                Fallback.DELETED,
-            )
-        else:
-            try:
-                self.lineage()  # a damaged lineage is a damaged index, whatever the state made of it
-                served = {column for column in self.root.columns if self.serves(column, state)}
-                chosen = plan(predicate, self.kind_reader, self.root, state, served)
-            except IndexCorruptError as error:
-                # Never a wrong answer, and never none: a damaged index costs a full scan.
-                chosen = full_scan(state.files, *self._unusable(error))
+        chosen = self.prepare(predicate, state).run()
         if chosen.is_stale:
             log.info(
                 "index is stale: %d new or changed files are read without it, %d removed files skipped",
@@ -417,6 +406,29 @@ class Index:
                 chosen.removed_files,
             )
         return chosen
+
+    def prepare(self, predicate: Predicate, state: LakeState) -> Prepared:
+        """The plan of a bound ``predicate`` in the lake as ``state`` lists it, estimated from
+        the index's root; running it looks the index up. Used to weigh several indexes of a
+        lake against each other (:mod:`lakeseek.indexes`) before reading any of them."""
+        if self.root.state == DELETED:
+            reason = f"index '{self.name}' is deleted (restore it to use it): every file is read"
+            return Prepared.of(full_scan(state.files, reason, Fallback.DELETED))
+        try:
+            self.lineage()  # a damaged lineage is a damaged index, whatever the state made of it
+            served = {column for column in self.root.columns if self.serves(column, state)}
+            prepared = Planner(self.kind_reader, self.root, state, served).prepare(predicate)
+        except IndexCorruptError as error:
+            # Never a wrong answer, and never none: a damaged index costs a full scan.
+            return Prepared.of(full_scan(state.files, *self._unusable(error)))
+
+        def run() -> Plan:
+            try:
+                return prepared.run()
+            except IndexCorruptError as error:
+                return full_scan(state.files, *self._unusable(error))
+
+        return dataclasses.replace(prepared, run=run)
 
     def _unusable(self, error: IndexCorruptError) -> tuple[str, Fallback]:
         """Why this handle's index cannot serve (every file is then read), said once per index

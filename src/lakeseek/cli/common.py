@@ -78,6 +78,11 @@ index_option = click.option(
 name_option = click.option(
     "--name", default=None, help="Which of the lake's indexes (default: the only one, or 'default')."
 )
+query_name_option = click.option(
+    "--name",
+    default=None,
+    help="Which of the lake's indexes (default: every one, the query going through the cheapest).",
+)
 where_option = click.option("--where", "where", required=True, help="SQL predicate, e.g. \"id = 42 OR name = 'x'\".")
 engine_option = click.option(
     "--engine",

@@ -10,7 +10,7 @@ import sys
 import click
 
 from lakeseek.cli import changes
-from lakeseek.cli.common import handled, index_option, lake_argument, name_option, where_option
+from lakeseek.cli.common import handled, index_option, lake_argument, name_option, query_name_option, where_option
 from lakeseek.cli.output import (
     add_text_row,
     fail,
@@ -26,7 +26,8 @@ from lakeseek.cli.output import (
 )
 from lakeseek.cost import human_size
 from lakeseek.exceptions import LakeseekError
-from lakeseek.index import open_index
+from lakeseek.index import Index, open_index
+from lakeseek.indexes import IndexSet, open_indexes
 from lakeseek.sources.base import LakeSource
 
 
@@ -98,13 +99,21 @@ def indexes(lake: LakeSource, index_dir: str | None, output: str) -> None:
     stdout.print(view)
 
 
+def _queried(lake: LakeSource, index_dir: str | None, name: str | None) -> Index | IndexSet:
+    """The index --name, or without one every index of the lake (the only one, if just one)."""
+    if name is not None:
+        return open_index(lake, index=index_dir, name=name)
+    found = open_indexes(lake, index=index_dir)
+    return found.indexes[0] if len(found.indexes) == 1 else found
+
+
 @main.command()
 @lake_argument
 @where_option
 @click.option("--columns", default=None, help="Comma-separated columns to output (default: all).")
 @click.option("--format", "output", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @index_option
-@name_option
+@query_name_option
 @handled
 def query(
     lake: LakeSource,
@@ -115,7 +124,7 @@ def query(
     name: str | None,
 ) -> None:
     """Print the rows of SOURCE matching --where, reading only the files the index points at."""
-    index = open_index(lake, index=index_dir, name=name)
+    index = _queried(lake, index_dir, name)
     selected = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     table, plan = index.query(where, selected)
     note_plan(plan)
@@ -132,11 +141,11 @@ def query(
 @where_option
 @click.option("--analyze", is_flag=True, help="Also run the query and report rows and time.")
 @index_option
-@name_option
+@query_name_option
 @handled
 def explain(lake: LakeSource, where: str, analyze: bool, index_dir: str | None, name: str | None) -> None:
     """Show how a query uses the index: columns, candidate files, reads, cost, and why not."""
-    result = open_index(lake, index=index_dir, name=name).explain(where, analyze=analyze)
+    result = _queried(lake, index_dir, name).explain(where, analyze=analyze)
     for line in result.lines():
         stdout.print(line, markup=False)
 
@@ -145,11 +154,11 @@ def explain(lake: LakeSource, where: str, analyze: bool, index_dir: str | None, 
 @lake_argument
 @where_option
 @index_option
-@name_option
+@query_name_option
 @handled
 def files(lake: LakeSource, where: str, index_dir: str | None, name: str | None) -> None:
     """Print the data files that may hold rows matching --where, one per line."""
-    index = open_index(lake, index=index_dir, name=name)
+    index = _queried(lake, index_dir, name)
     plan = index.plan(where)
     for path in plan.files:
         sys.stdout.write(index.lake.shown(path) + "\n")

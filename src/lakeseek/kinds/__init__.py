@@ -1,11 +1,13 @@
-"""Kinds of index, by name: ``sorted`` (the exact value -> file index) and ``skipping``
-(per-file sketches) are built in; another kind registers itself with :func:`register_kind`."""
+"""Kinds of index, by name: ``sorted`` (the exact value -> file index), ``skipping``
+(per-file sketches) and ``cuckoo`` (aligned per-file cuckoo filters) are built in; another
+kind registers itself with :func:`register_kind`."""
 
 from __future__ import annotations
 
 from lakeseek.exceptions import IndexFormatError, LakeseekError
 from lakeseek.format.root import IndexContent
 from lakeseek.kinds.base import IndexKind
+from lakeseek.kinds.cuckoo import CuckooKind
 from lakeseek.kinds.skipping import SkippingKind
 from lakeseek.kinds.sorted_index import SortedKind
 
@@ -41,5 +43,6 @@ def decode_content(kind: str, raw: dict) -> IndexContent:
 
 register_kind(SortedKind())
 register_kind(SkippingKind())
+register_kind(CuckooKind())
 
 __all__ = ["DEFAULT_KIND", "IndexKind", "decode_content", "kind_named", "known_kinds", "register_kind"]

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from lakeseek.cost import Estimate, LakeSize
 from lakeseek.engine.runner import Runner
+from lakeseek.exceptions import LakeseekError
 from lakeseek.format.actions import Action, Requirement
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import IndexContent, Root
@@ -174,6 +175,19 @@ class Change:
 
     actions: tuple[Action, ...]
     requirements: tuple[Requirement, ...] = ()
+
+
+def check_options(kind: str, options: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    """A LakeseekError naming the first of ``options`` the ``kind`` does not have."""
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise LakeseekError(f"the {kind} index has no option {unknown[0]!r} (its options: {', '.join(known)})")
+
+
+def check_whole_number(option: str, value: object, low: int, high: int) -> None:
+    """A LakeseekError unless ``value`` is an int (not a bool) from ``low`` to ``high``."""
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise LakeseekError(f"{option} must be a whole number from {low:,} to {high:,}, not {value!r}")
 
 
 class IndexKind(ABC):

@@ -1,8 +1,19 @@
 """Planning a query: the files it reads through an index (:mod:`.planner`), the plan itself
 (:mod:`.plan`), and how it went (:mod:`.explain`)."""
 
-from lakeseek.planning.explain import Explanation, explanation
-from lakeseek.planning.plan import Fallback, Plan, PlanCost, full_scan
-from lakeseek.planning.planner import plan
+from lakeseek.planning.explain import Alternative, Explanation, explanation
+from lakeseek.planning.plan import Fallback, Plan, PlanCost, Prepared, full_scan
+from lakeseek.planning.planner import Planner, plan
 
-__all__ = ["Explanation", "Fallback", "Plan", "PlanCost", "explanation", "full_scan", "plan"]
+__all__ = [
+    "Alternative",
+    "Explanation",
+    "Fallback",
+    "Plan",
+    "PlanCost",
+    "Planner",
+    "Prepared",
+    "explanation",
+    "full_scan",
+    "plan",
+]

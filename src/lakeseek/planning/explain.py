@@ -9,6 +9,38 @@ from lakeseek.planning.plan import Plan
 
 
 @dataclass(frozen=True)
+class Alternative:
+    """One of a lake's indexes weighed for a query: its estimate, and what its plan did."""
+
+    index: str
+    kind: str
+    version: int
+    chosen: bool
+    estimated: float  # the cost model's estimate of its plan (inf: it cannot use its index)
+    estimated_files: float | None  # indexed candidate files it expected to leave
+    candidate_files: int
+    index_reads: int  # measured while its lookups ran
+    index_bytes: int
+    false_positives: int | None = None  # with analyze: its candidate files that hold no matching row
+    why_not: str | None = None  # why it would read every file
+
+    def line(self) -> str:
+        mark = "*" if self.chosen else "-"
+        estimated = (
+            "cannot use its index" if self.estimated == float("inf") else f"estimated {human_size(self.estimated)}"
+        )
+        if self.estimated_files is not None and self.why_not is None:
+            estimated += f" (~{self.estimated_files:,.0f} files)"
+        line = (
+            f"{mark} {self.index} ({self.kind}, version {self.version}): {estimated}; "
+            f"actual {self.index_reads:,} index reads ({human_size(self.index_bytes)}), {self.candidate_files:,} files"
+        )
+        if self.false_positives is not None:
+            line += f", {self.false_positives:,} without a match"
+        return line + (f"; why not: {self.why_not}" if self.why_not else "")
+
+
+@dataclass(frozen=True)
 class Explanation:
     """One query's plan: what the index was asked, what it answered, what it cost."""
 
@@ -32,6 +64,8 @@ class Explanation:
     scan: Cost | None  # the cost model's estimate of reading every file
     rows: int | None = None  # with analyze: rows returned
     seconds: float | None = None  # with analyze: planning plus reading
+    # With several indexes on the lake: each one weighed, the chosen one first marked "*".
+    alternatives: tuple[Alternative, ...] = ()
 
     def lines(self) -> list[str]:
         used = ", ".join(self.columns_used) or "none"
@@ -54,6 +88,9 @@ class Explanation:
         if self.why_not:
             lines.append(f"why not: {self.why_not}")
         lines.extend(f"note: {note}" for note in self.notes)
+        if self.alternatives:
+            lines.append(f"indexes weighed ({len(self.alternatives)}, the cheapest estimate is chosen):")
+            lines.extend(f"  {alternative.line()}" for alternative in self.alternatives)
         if self.rows is not None:
             lines.append(f"analyze: {self.rows:,} rows in {self.seconds:.3f} s")
         return lines

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lakeseek.cost import Cost
@@ -51,11 +52,34 @@ class Plan:
     cost: PlanCost | None = None
     notes: tuple[str, ...] = ()  # why parts of the predicate were not served by the index
     fallback: Fallback | None = None  # the kind of ``reason``
+    index: str | None = None  # which of the lake's indexes planned it, when several were weighed
 
     @property
     def is_stale(self) -> bool:
         """Whether the index missed files the plan reads (new, changed) or skips (removed)."""
         return bool(self.unindexed_files or self.removed_files)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A plan estimated and not yet run: what the cost model expects of it, whether it reads
+    through the index, and the run (the index lookups, then the plan)."""
+
+    cost: PlanCost | None  # None: a plan that cannot use its index at all
+    uses_index: bool
+    run: Callable[[], Plan]
+
+    @property
+    def expected(self) -> float:
+        """The estimated cost of the plan, in the cost model's units (see :mod:`lakeseek.cost`)."""
+        if self.cost is None:
+            return float("inf")
+        return (self.cost.with_index if self.uses_index else self.cost.scan).total
+
+    @staticmethod
+    def of(plan: Plan) -> Prepared:
+        """A plan already made (reading every file)."""
+        return Prepared(plan.cost, False, lambda: plan)
 
 
 def full_scan(files: dict | list, reason: str, fallback: Fallback) -> Plan:

@@ -25,7 +25,7 @@ from lakeseek.expressions.types import is_text
 from lakeseek.format.root import Root
 from lakeseek.kinds.base import LOCATION_SHIFT, Condition, KindReader, Lookup, Pattern, Range, Values
 from lakeseek.lake.state import LakeState
-from lakeseek.planning.plan import Fallback, Plan, PlanCost
+from lakeseek.planning.plan import Fallback, Plan, PlanCost, Prepared
 
 _RANGE_OPERATORS = ("<", "<=", ">", ">=")
 
@@ -66,6 +66,10 @@ class Planner:
         self.notes: list[str] = []
 
     def plan(self, predicate: Predicate) -> Plan:
+        return self.prepare(predicate).run()
+
+    def prepare(self, predicate: Predicate) -> Prepared:
+        """The plan's estimate, from the index's root alone; its lookups run when it is run."""
         node = self._analyse(predicate)
         estimate = self._estimate(node)
         scan = self.lake.read_cost(self.lake.files) + self.unindexed.read_cost(self.unindexed.files)
@@ -77,17 +81,18 @@ class Planner:
         with_index = estimate.index + candidates
         with_index = with_index + self.unindexed.read_cost(self.unindexed.files)
         cost = PlanCost(estimate.index, estimate.candidates, with_index, scan)
-        used: list[str] = []
         if isinstance(node, _All):
-            return self._scan(cost, used, self._unserved(), Fallback.NOT_SERVED)
+            return Prepared(cost, False, lambda: self._scan(cost, [], self._unserved(), Fallback.NOT_SERVED))
         if with_index.total >= scan.total and not isinstance(node, _None):
-            return self._scan(
-                cost,
-                used,
+            reason = (
                 f"reading the index (~{human_size(estimate.index.bytes)}) would cost more than it saves: "
-                f"~{estimate.candidates:,.0f} of {self.lake.files:,} files would remain",
-                Fallback.TOO_COSTLY,
+                f"~{estimate.candidates:,.0f} of {self.lake.files:,} files would remain"
             )
+            return Prepared(cost, False, lambda: self._scan(cost, [], reason, Fallback.TOO_COSTLY))
+        return Prepared(cost, True, lambda: self._run(node, cost))
+
+    def _run(self, node, cost: PlanCost) -> Plan:
+        used: list[str] = []
         locations = self._evaluate(node, used)
         if locations is None:
             return self._scan(cost, used, self._unserved(), Fallback.NOT_SERVED)

@@ -19,11 +19,11 @@ from lakeseek.exceptions import LakeseekError
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
-from lakeseek.kinds.base import Change, IndexKind, Job
+from lakeseek.kinds.base import Change, IndexKind, Job, check_options, check_whole_number
 from lakeseek.kinds.file_keys import indexed_columns
-from lakeseek.kinds.skipping.actions import AppendSketches, ReplaceSketches, SketchesStillThere
+from lakeseek.kinds.segments import AppendSegments, ReplaceSegments, SegmentsStillThere, to_merge
 from lakeseek.kinds.skipping.build import build_segment, merge_segments
-from lakeseek.kinds.skipping.content import SkippingConfig, SkippingIndex
+from lakeseek.kinds.skipping.content import SketchSegment, SkippingConfig, SkippingIndex
 from lakeseek.kinds.skipping.reader import SkippingReader
 
 MAX_VALUE_LIST = 4096
@@ -37,15 +37,11 @@ class SkippingKind(IndexKind):
     name = "skipping"
 
     def configure(self, options: Mapping[str, Any]) -> SkippingConfig:
-        unknown = sorted(set(options) - {"bloom", "value_list"})
-        if unknown:
-            raise LakeseekError(f"the skipping index has no option {unknown[0]!r} (its options: bloom, value_list)")
+        check_options(self.name, options, ("bloom", "value_list"))
         config = SkippingConfig(**options)
         if not isinstance(config.bloom, bool):
             raise LakeseekError(f"bloom must be true or false, not {config.bloom!r}")
-        value_list = config.value_list
-        if not isinstance(value_list, int) or isinstance(value_list, bool) or not 0 <= value_list <= MAX_VALUE_LIST:
-            raise LakeseekError(f"value_list must be a whole number from 0 to {MAX_VALUE_LIST:,}, not {value_list!r}")
+        check_whole_number("value_list", config.value_list, 0, MAX_VALUE_LIST)
         return config
 
     def check_columns(self, names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[str]:
@@ -60,27 +56,30 @@ class SkippingKind(IndexKind):
     def build(self, job: Job, config: SkippingConfig, columns: list[str], files: Lineage) -> SkippingIndex:
         indexed = indexed_columns(columns, job.schema, job.partition_columns)
         segment = build_segment(job, config, indexed, files)
-        return SkippingIndex(config, {c.name: c.key_type for c in indexed}, (segment,) if segment.files else ())
+        return SkippingIndex(config, {c.name: c.key_type for c in indexed}, _written(segment))
 
     def add_columns(self, job: Job, content: SkippingIndex, columns: list[str], files: Lineage) -> Change:
         indexed = indexed_columns(columns, job.schema, job.partition_columns)
         segment = build_segment(job, content.config, indexed, files)
-        return Change((AppendSketches(segment if segment.files else None, {c.name: c.key_type for c in indexed}),))
+        return Change((AppendSegments(_written(segment), {c.name: c.key_type for c in indexed}),))
 
     def add_files(self, job: Job, content: SkippingIndex, files: Lineage) -> Change:
         indexed = indexed_columns(list(content.columns), job.schema, job.partition_columns)
         segment = build_segment(job, content.config, indexed, files)
-        return Change((AppendSketches(segment if segment.files else None),))
+        return Change((AppendSegments(_written(segment)),))
 
     def optimize(self, job: Job, content: SkippingIndex, mode: str, removed: frozenset[int]) -> Change | None:
-        start = 1 if mode == "quick" else 0
-        chosen = content.segments[start:]
-        if (mode == "quick" and len(chosen) < 2) or (mode != "quick" and len(chosen) < 2 and not removed):
+        chosen = to_merge(content.segments, mode, removed)
+        if not chosen:
             return None
-        merged = merge_segments(
-            job.storage, job.files.index_dir, job.files.data_dir, list(chosen), content.key_types, removed
-        )
-        return Change((ReplaceSketches(start, chosen, merged),), (SketchesStillThere(start, chosen),))
+        files = job.files
+        merged = merge_segments(job.storage, files.index_dir, files.data_dir, chosen, content.key_types, removed)
+        return Change((ReplaceSegments(tuple(chosen), _written(merged)),), (SegmentsStillThere(tuple(chosen)),))
+
+
+def _written(segment: SketchSegment | None) -> tuple[SketchSegment, ...]:
+    """A build's segment, left out when it sketches no file."""
+    return (segment,) if segment is not None and segment.files else ()
 
 
 __all__ = ["SkippingIndex", "SkippingKind"]

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeseek.format.hashing import distinct_estimate, smallest_hashes
 from lakeseek.format.lineage import Lineage
 from lakeseek.io import Stamp, Storage
 from lakeseek.kinds.base import FILE_ID, KEY, Job
@@ -24,14 +25,12 @@ from lakeseek.kinds.skipping.sketches import (
     BOUNDS,
     MEMBERS,
     column_bytes,
-    distinct_estimate,
     encode_segment,
     read_segment,
     rows_table,
     sketch,
     sketch_fields,
     sketch_schema,
-    smallest_hashes,
     summarize,
     values_in_files,
 )

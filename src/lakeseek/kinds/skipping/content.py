@@ -18,6 +18,7 @@ from lakeseek.format import values
 from lakeseek.format.root import ColumnStatus
 from lakeseek.format.sealed import index_path
 from lakeseek.format.values import KeyValue
+from lakeseek.kinds.segments import SegmentedIndex
 
 DEFAULT_VALUE_LIST = 16
 
@@ -48,6 +49,7 @@ class ColumnSummary:
     min: KeyValue  # the lowest and highest non-NULL key of any file (None: no such key)
     max: KeyValue
     null_files: int  # files holding NULL
+    bounds_only_files: int  # files with keys but neither a value list nor a bloom filter: min/max alone tests them
     files_per_value: float  # files a non-NULL value is in, on average
     distinct: float  # distinct non-NULL values over the segment's files (estimated)
     span_share: float  # a file's key range as a share of the segment's, on average
@@ -59,6 +61,7 @@ class ColumnSummary:
             "min": values.encode(self.min, key_type),
             "max": values.encode(self.max, key_type),
             "null_files": self.null_files,
+            "bounds_only_files": self.bounds_only_files,
             "files_per_value": self.files_per_value,
             "distinct": self.distinct,
             "span_share": self.span_share,
@@ -72,6 +75,7 @@ class ColumnSummary:
             values.decode(raw["min"], key_type),
             values.decode(raw["max"], key_type),
             int(raw["null_files"]),
+            int(raw["bounds_only_files"]),
             float(raw["files_per_value"]),
             float(raw["distinct"]),
             float(raw["span_share"]),
@@ -119,23 +123,11 @@ class SketchSegment:
 
 
 @dataclass(frozen=True)
-class SkippingIndex:
+class SkippingIndex(SegmentedIndex):
     """The skipping kind's part of a root (a :class:`lakeseek.format.root.IndexContent`)."""
 
     config: SkippingConfig
-    key_types: dict[str, pa.DataType]  # per indexed column, in the order they were added
     segments: tuple[SketchSegment, ...]
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return tuple(self.key_types)
-
-    @property
-    def size(self) -> int:
-        return sum(s.size for s in self.segments)
-
-    def segments_of(self, column: str) -> list[SketchSegment]:
-        return [s for s in self.segments if column in s.columns]
 
     def column_statuses(self) -> list[ColumnStatus]:
         statuses = []
@@ -159,16 +151,14 @@ class SkippingIndex:
     def to_json(self) -> dict:
         return {
             "config": self.config.to_json(),
-            "columns": {c: values.serialize_type(t) for c, t in self.key_types.items()},
+            "columns": self.key_types_json(),
             "segments": [s.to_json(self.key_types) for s in self.segments],
         }
 
     @classmethod
     def from_json(cls, raw: dict) -> SkippingIndex:
-        if not raw["columns"]:  # lakeseek never commits an index of no column: a forged or damaged entry
-            raise ValueError("the root indexes no column")
-        key_types = {c: values.deserialize_type(t) for c, t in raw["columns"].items()}
+        key_types = cls.key_types_from_json(raw)
         segments = tuple(SketchSegment.from_json(s, key_types) for s in raw["segments"])
-        if any(set(s.columns) - set(key_types) for s in segments):
-            raise ValueError("a sketch segment names a column the index does not have")
-        return cls(SkippingConfig.from_json(raw["config"]), key_types, segments)
+        index = cls(SkippingConfig.from_json(raw["config"]), key_types, segments)
+        index.check_segments()
+        return index

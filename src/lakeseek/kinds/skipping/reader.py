@@ -190,14 +190,17 @@ def _overlaps(sketches: pa.Table, number: int, key_range: KeyRange) -> np.ndarra
 
 # -- estimates from the root's summaries ---------------------------------------------------------
 def _value_files(summary: ColumnSummary, files: int, keys: list[KeyValue]) -> float:
-    """Files a lookup of ``keys`` should leave: each key's average files, plus the bloom
-    filters' false positives; none for a key outside the segment's range."""
+    """Files a lookup of ``keys`` should leave: for each key inside the segment's range, the
+    files holding it and the bloom filters' false positives among files with a member test,
+    and the files whose own range holds it among those min/max alone tests."""
+    sketched = max(files - summary.bounds_only_files, 0)
     found = 0.0
     for key in set(keys):
         if key is None:
             found += summary.null_files
         elif summary.min is not None and sort_key(summary.min) <= sort_key(key) <= sort_key(summary.max):
-            found += summary.files_per_value + FALSE_POSITIVE_RATE * files
+            found += (summary.files_per_value + FALSE_POSITIVE_RATE * files) * sketched / max(files, 1)
+            found += summary.bounds_only_files * summary.span_share
     return found
 
 

@@ -35,8 +35,6 @@ from lakeseek.kinds.skipping.content import ColumnSummary, SkippingConfig
 
 BOUNDS = ("min", "max", "nulls")
 MEMBERS = ("values", "bloom")
-# Smallest distinct hashes kept per column to estimate distinct values (KMV: ~3 % error).
-DISTINCT_SAMPLE = 1024
 
 
 def sketch_fields(number: int, key_type: pa.DataType) -> list[pa.Field]:
@@ -86,19 +84,6 @@ def rows_table(file_ids: list[int], rows: list[list[dict]], key_types: list[pa.D
     return pa.table(data, schema=schema)
 
 
-def smallest_hashes(hashes: list[np.ndarray]) -> np.ndarray:
-    """The DISTINCT_SAMPLE smallest distinct hashes among ``hashes``."""
-    joined = np.unique(np.concatenate(hashes)) if hashes else np.zeros(0, np.uint64)
-    return joined[:DISTINCT_SAMPLE]
-
-
-def distinct_estimate(smallest: np.ndarray) -> float:
-    """Distinct values from the smallest distinct hashes (Bar-Yossef et al.'s KMV estimate)."""
-    if len(smallest) < DISTINCT_SAMPLE:
-        return float(len(smallest))
-    return (DISTINCT_SAMPLE - 1) / (float(smallest[-1]) / 2.0**64)
-
-
 def summarize(
     table: pa.Table, number: int, key_type: pa.DataType, distinct: float, sizes: dict[str, int]
 ) -> ColumnSummary:
@@ -121,12 +106,19 @@ def summarize(
         min=low_key,
         max=high_key,
         null_files=pc.sum(table.column(f"nulls_{number}").fill_null(True).cast(pa.int64())).as_py() or 0,
+        bounds_only_files=_bounds_only(table, number, has_keys),
         files_per_value=float(files_per_value),
         distinct=float(distinct),
         span_share=min(max(span_share, 0.0), 1.0),
         bounds_bytes=sum(sizes[f"{part}_{number}"] for part in BOUNDS) + sizes[FILE_ID],
         members_bytes=sum(sizes[f"{part}_{number}"] for part in MEMBERS),
     )
+
+
+def _bounds_only(table: pa.Table, number: int, has_keys: pa.ChunkedArray) -> int:
+    """Files with keys whose sketch has no member test (neither a value list nor a bloom filter)."""
+    unsketched = pc.and_(pc.is_null(table.column(f"values_{number}")), pc.is_null(table.column(f"bloom_{number}")))
+    return pc.sum(pc.and_(has_keys, unsketched).cast(pa.int64())).as_py() or 0
 
 
 def values_in_files(table: pa.Table, number: int) -> float:

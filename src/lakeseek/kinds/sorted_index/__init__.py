@@ -15,11 +15,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakeseek.exceptions import LakeseekError
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
-from lakeseek.kinds.base import Change, IndexKind, Job, OperationFiles
+from lakeseek.kinds.base import Change, IndexKind, Job, OperationFiles, check_options, check_whole_number
 from lakeseek.kinds.file_keys import indexed_columns
 from lakeseek.kinds.sorted_index.actions import AddColumns, AppendSegments, ReplaceSegments, SegmentsStartWith
 from lakeseek.kinds.sorted_index.build import IndexJob, index_file_prefix
@@ -47,21 +46,14 @@ class SortedKind(IndexKind):
     name = "sorted"
 
     def configure(self, options: Mapping[str, Any]) -> IndexConfig:
-        unknown = sorted(set(options) - {"chunk_rows", "entries_per_index_file", "row_groups"})
-        if unknown:
-            raise LakeseekError(
-                f"the sorted index has no option {unknown[0]!r} "
-                "(its options: chunk_rows, entries_per_index_file, row_groups)"
-            )
+        check_options(self.name, options, ("chunk_rows", "entries_per_index_file", "row_groups"))
         config = IndexConfig(
             options.get("chunk_rows", DEFAULT_CHUNK_ROWS),
             options.get("entries_per_index_file", ENTRIES_PER_INDEX_FILE),
             bool(options.get("row_groups", False)),
         )
         for option, limit in _LIMITS.items():
-            value = getattr(config, option)
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
-                raise LakeseekError(f"{option} must be a whole number from 1 to {limit:,}, not {value!r}")
+            check_whole_number(option, getattr(config, option), 1, limit)
         return config
 
     def check_columns(self, names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[str]:

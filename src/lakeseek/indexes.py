@@ -1,0 +1,170 @@
+"""Every index of a lake at once: each query goes through the one whose plan costs least.
+
+``open_indexes`` opens the latest version of each of a lake's indexes (of any kind, on any
+columns). For a query, every index plans the predicate from its root alone (no index file is
+read): what it can narrow, with what index reads, leaving how many files (see
+:mod:`lakeseek.cost`). The cheapest estimate runs; an index found damaged on the way gives way
+to the next. ``explain`` runs every index's plan and reports each one's estimate against what
+it read and the files it left, so the cost model can be checked, not trusted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+
+import pyarrow as pa
+
+from lakeseek.commits.log import IndexLog
+from lakeseek.exceptions import IndexNotFoundError
+from lakeseek.expressions import Predicate
+from lakeseek.format.root import DELETED
+from lakeseek.index import Index, LakeListing
+from lakeseek.io import counting
+from lakeseek.lake.state import LakeState
+from lakeseek.location import DEFAULT_NAME, LakeLike, index_names, locate
+from lakeseek.planning import Alternative, Explanation, Fallback, Plan, Prepared, explanation
+
+
+@dataclasses.dataclass(frozen=True)
+class _Weighed:
+    """One index's view of a query: the lake as it sees it, the bound predicate, its plan."""
+
+    index: Index
+    state: LakeState
+    predicate: Predicate
+    prepared: Prepared
+
+
+def open_indexes(
+    source: LakeLike,
+    *,
+    index: str | None = None,
+    names: list[str] | None = None,
+    lake_listing: LakeListing = "per_query",
+    storage_options: Mapping[str, object] | None = None,
+) -> IndexSet:
+    """The latest version of every committed index of the lake at ``source`` (or of those
+    ``names``), to query through whichever costs least. Options are :func:`open_index`'s."""
+    first = locate(source, index, DEFAULT_NAME, existing=False, storage_options=storage_options)
+    first.require_lake()
+    chosen = index_names(first.storage, first.home) if names is None else list(dict.fromkeys(names))
+    found = []
+    for name in chosen:
+        location = locate(first.source, index, name)
+        versions = IndexLog(location.storage, location.index_dir)
+        if versions.versions():
+            found.append(Index(location, versions.latest(), lake_listing=lake_listing))
+        elif names is not None:
+            raise IndexNotFoundError(f"no lakeseek index {name!r} at {first.home}")
+    if not found:
+        raise IndexNotFoundError(f"no lakeseek index at {first.home}: create one first")
+    return IndexSet(found)
+
+
+class IndexSet:
+    """Several indexes of one lake, each query planned with all of them (see the module)."""
+
+    def __init__(self, indexes: list[Index]) -> None:
+        self.indexes = indexes
+
+    def __repr__(self) -> str:
+        return f"IndexSet({', '.join(f'{i.name}:{i.root.kind}' for i in self.indexes)})"
+
+    @property
+    def lake(self):
+        return self.indexes[0].lake
+
+    def reload(self) -> IndexSet:
+        return IndexSet([index.reload() for index in self.indexes])
+
+    def plan(self, where: str | Predicate) -> Plan:
+        """The files a query with this predicate reads, through the cheapest index."""
+        weighed = self._weigh(where)
+        return self._choose(weighed)[1]
+
+    def files(self, where: str) -> list[str]:
+        return [self.lake.shown(path) for path in self.plan(where).files]
+
+    def read(self, where: str, columns: list[str] | None = None) -> pa.Table:
+        return self.query(where, columns)[0]
+
+    def query(self, where: str, columns: list[str] | None = None) -> tuple[pa.Table, Plan]:
+        """The rows matching ``where``, read from the files the cheapest index leaves, and its plan."""
+        weighed = self._weigh(where)
+        position, chosen = self._choose(weighed)
+        best = weighed[position]
+        return best.index.read_files(chosen.files, best.predicate, columns, chosen.row_groups, best.state), chosen
+
+    def explain(self, where: str, *, analyze: bool = False) -> Explanation:
+        """How the query runs (:meth:`Index.explain`), with every index weighed: its estimate,
+        the index reads its lookups made, the files it left and (``analyze``) how many of
+        those hold no matching row."""
+        started = time.perf_counter()
+        weighed = self._weigh(where)
+        runs = []
+        for each in weighed:
+            with counting() as io:
+                runs.append((each.prepared.run(), io.reads, io.bytes_read))
+        position, plan = self._choose(weighed, [plan for plan, _, _ in runs])
+        best = weighed[position]
+        matching = self._files_with_matches(best, {p for run, _, _ in runs for p in run.files}) if analyze else None
+        alternatives = []
+        for each, (run, reads, nbytes) in zip(weighed, runs, strict=True):
+            cost = each.prepared.cost
+            alternatives.append(
+                Alternative(
+                    index=each.index.name,
+                    kind=each.index.root.kind,
+                    version=each.index.version,
+                    chosen=each is best,
+                    estimated=each.prepared.expected,
+                    estimated_files=cost.candidates + run.unindexed_files if cost else None,
+                    candidate_files=len(run.files),
+                    index_reads=reads,
+                    index_bytes=nbytes,
+                    false_positives=None if matching is None else len(set(run.files) - matching),
+                    why_not=run.reason,
+                )
+            )
+        alternatives.sort(key=lambda a: (not a.chosen, a.estimated))
+        _, reads, nbytes = runs[position]
+        state = best.state
+        sizes = {path: state.files[path].size for path in plan.files}
+        result = explanation(where, best.index.name, best.index.version, plan, sizes, reads, nbytes)
+        result = dataclasses.replace(result, alternatives=tuple(alternatives))
+        if not analyze:
+            return result
+        rows = best.index.read_files(plan.files, best.predicate, None, plan.row_groups, state).num_rows
+        return dataclasses.replace(result, rows=rows, seconds=time.perf_counter() - started)
+
+    # -- internals --------------------------------------------------------------------------
+    def _weigh(self, where: str | Predicate) -> list[_Weighed]:
+        weighed = []
+        for index in self.indexes:
+            state = index.lake_state()
+            predicate = index.bind(where, state)
+            weighed.append(_Weighed(index, state, predicate, index.prepare(predicate, state)))
+        return weighed
+
+    def _choose(self, weighed: list[_Weighed], plans: list[Plan] | None = None) -> tuple[int, Plan]:
+        """The position and plan of the cheapest estimate; past an index that turns out damaged
+        or vacuumed (its plan reads every file) to the next. ``plans``: those already run."""
+        ranked = sorted(range(len(weighed)), key=lambda i: (weighed[i].prepared.expected, _deleted(weighed[i].index)))
+        for position in ranked:
+            plan = plans[position] if plans is not None else weighed[position].prepared.run()
+            plan = dataclasses.replace(plan, index=weighed[position].index.name)
+            if plan.fallback not in (Fallback.DAMAGED, Fallback.VACUUMED):
+                break
+        return position, plan
+
+    @staticmethod
+    def _files_with_matches(weighed: _Weighed, paths: set[str]) -> set[str]:
+        """Which of ``paths`` hold a row the predicate keeps (a count per file, no column read)."""
+        index, state = weighed.index, weighed.state
+        return {path for path in paths if index.read_files([path], weighed.predicate, [], None, state).num_rows}
+
+
+def _deleted(index: Index) -> bool:
+    return index.root.state == DELETED

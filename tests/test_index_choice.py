@@ -1,0 +1,150 @@
+"""Several indexes of one lake: every query planned with each, run through the cheapest.
+
+Generated predicates over a lake with a sorted and a skipping index on overlapping columns
+must read a full scan's rows, never leave out a file holding a match, and go through the
+index whose estimate is lowest; explain reports every index weighed with what it read, the
+files it left and (analyze) how many hold no match; a damaged index gives way to the next.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lakeseek
+from lakeseek.cli.main import main
+from lakeseek.exceptions import IndexNotFoundError
+from tests.lakes import (
+    all_rows,
+    files_with,
+    fuzz_settings,
+    ids,
+    make_typed_lake,
+    matching,
+    predicate_trees,
+    restamp_indexes,
+    to_sql,
+)
+
+
+@pytest.fixture(scope="module")
+def two_kinds(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("choice") / "lake")
+    make_typed_lake(root, files_per_region=4, rows_per_file=40, seed=5)
+    lakeseek.create_index(root, ["id", "code", "name", "day"], name="exact", engine="local")
+    lakeseek.create_index(
+        root, ["id", "small", "name", "ts", "amount", "region"], name="sketches", kind="skipping", engine="local"
+    )
+    return root, all_rows(root)
+
+
+@pytest.fixture
+def clustered(tmp_path):
+    """ids sorted across files (ranges narrow by min/max), users scattered (needles need the sorted index)."""
+    root = str(tmp_path / "clustered")
+    os.makedirs(root)
+    for number in range(16):
+        ids_ = list(range(number * 100, number * 100 + 100))
+        users = [f"u{(i * 7919) % 997}" for i in ids_]
+        pq.write_table(pa.table({"id": ids_, "user": users}), f"{root}/part-{number:02d}.parquet")
+    lakeseek.create_index(root, ["user"], name="by_user", engine="local")
+    lakeseek.create_index(root, ["id", "user"], name="sketches", kind="skipping", engine="local", bloom=False)
+    return root
+
+
+@fuzz_settings(40)
+@given(st.data())
+def test_generated_predicates_go_through_the_cheapest_index_and_read_a_full_scans_rows(two_kinds, data):
+    root, rows = two_kinds
+    indexes = lakeseek.open_indexes(root)
+    for _ in range(4):
+        tree = data.draw(predicate_trees(rows))
+        where = to_sql(tree)
+        table, plan = indexes.query(where, columns=["id"])
+        assert ids(table) == ids(matching(rows, tree)), where
+        assert set(indexes.files(where)) >= set(files_with(rows, tree)), where
+        explained = indexes.explain(where)
+        chosen = [a for a in explained.alternatives if a.chosen]
+        assert len(chosen) == 1 and chosen[0].index == plan.index == explained.index, where
+        assert chosen[0].estimated == min(a.estimated for a in explained.alternatives), where
+        assert chosen[0].candidate_files == len(plan.files), where
+
+
+def test_each_query_goes_through_the_index_that_narrows_it(clustered):
+    indexes = lakeseek.open_indexes(clustered)
+    assert [index.name for index in indexes.indexes] == ["by_user", "sketches"]
+    ranged = indexes.plan("id >= 250 AND id < 420")
+    assert ranged.index == "sketches"
+    assert ranged.files == ["part-02.parquet", "part-03.parquet", "part-04.parquet"]
+    # Every file holds some user between u1 and u9: only the sorted index narrows a needle.
+    needle = indexes.plan("user = 'u17'")
+    assert needle.index == "by_user" and needle.index_used
+    assert (
+        indexes.read("user = 'u17'").num_rows
+        == lakeseek.open_index(clustered, name="by_user").scan("user = 'u17'").num_rows
+    )
+
+
+def test_explain_weighs_every_index_with_its_reads_and_false_positives(clustered):
+    indexes = lakeseek.open_indexes(clustered)
+    explained = indexes.explain("user = 'u17' AND id < 800", analyze=True)
+    assert {a.index for a in explained.alternatives} == {"by_user", "sketches"}
+    truth = {
+        path
+        for path in lakeseek.open_index(clustered, name="by_user").plan("user = 'u17' AND id < 800").files
+        if pq.read_table(f"{clustered}/{path}")
+        .filter((pa.compute.field("user") == "u17") & (pa.compute.field("id") < 800))
+        .num_rows
+    }
+    for alternative in explained.alternatives:
+        plan = lakeseek.open_index(clustered, name=alternative.index).plan("user = 'u17' AND id < 800")
+        assert alternative.candidate_files == len(plan.files)
+        assert alternative.false_positives == len(set(plan.files) - truth)
+    assert explained.rows == indexes.read("user = 'u17' AND id < 800").num_rows
+    lines = "\n".join(explained.lines())
+    assert "indexes weighed (2" in lines and "without a match" in lines
+
+
+def test_a_damaged_index_gives_way_to_the_next(clustered, tmp_path):
+    root = str(tmp_path / "copy")
+    shutil.copytree(clustered, root)
+    restamp_indexes(root)
+    sketches = lakeseek.open_index(root, name="sketches")
+    segment = sketches.root.content.segments[0]
+    with open(f"{sketches.index_dir}/{segment.path}", "r+b") as damaged:
+        damaged.truncate(segment.size // 2)
+    indexes = lakeseek.open_indexes(root)
+    plan = indexes.plan("id >= 250 AND id < 420")
+    assert plan.index == "by_user" and plan.fallback is not lakeseek.Fallback.DAMAGED and len(plan.files) == 16
+    assert ids(indexes.read("id >= 250 AND id < 420", columns=["id"])) == list(range(250, 420))
+
+
+def test_a_deleted_index_is_weighed_last_and_names_are_checked(clustered):
+    lakeseek.delete_index(clustered, name="sketches")
+    indexes = lakeseek.open_indexes(clustered)
+    plan = indexes.plan("id >= 250 AND id < 420")
+    assert plan.index == "by_user" and len(plan.files) == 16
+    only = lakeseek.open_indexes(clustered, names=["sketches"])
+    assert only.plan("id >= 250 AND id < 420").fallback is lakeseek.Fallback.DELETED
+    with pytest.raises(IndexNotFoundError, match="no lakeseek index 'nope'"):
+        lakeseek.open_indexes(clustered, names=["nope"])
+
+
+def test_the_cli_weighs_every_index_without_a_name(clustered):
+    runner = CliRunner()
+    explained = runner.invoke(main, ["explain", clustered, "--where", "id >= 250 AND id < 420"])
+    assert explained.exit_code == 0, explained.output
+    assert "index: sketches" in explained.output and "indexes weighed (2" in explained.output
+    listed = runner.invoke(main, ["files", clustered, "--where", "user = 'u17'"])
+    assert listed.exit_code == 0 and listed.output.strip()
+    named = runner.invoke(main, ["explain", clustered, "--name", "sketches", "--where", "user = 'u17'"])
+    assert named.exit_code == 0 and "indexes weighed" not in named.output
+    rows = runner.invoke(main, ["query", clustered, "--where", "id = 1234", "--format", "csv"])
+    assert rows.exit_code == 0 and rows.output.splitlines()[1].startswith("1234,")
