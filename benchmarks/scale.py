@@ -30,12 +30,17 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 import lakeseek
 from lakeseek.caches import clear_cache
+from lakeseek.format.hashing import hash64, smallest_hashes
 from lakeseek.format.root import ACTIVE, LineageSet, Root
 from lakeseek.io import counting
+from lakeseek.kinds.cuckoo.build import Filters, write_segment
+from lakeseek.kinds.cuckoo.content import CuckooConfig, CuckooIndex
+from lakeseek.kinds.cuckoo.filters import bucket_count, build_filter
 from lakeseek.kinds.sorted_index.build import index_file_prefix
 from lakeseek.kinds.sorted_index.content import ColumnIndex, IndexConfig, Segment, SortedIndex
 from lakeseek.kinds.sorted_index.index_file import IndexFileInfo, write_index_file
@@ -78,27 +83,21 @@ def delta_table(root: Path, files: int) -> None:
             out.write(json.dumps({"add": add | {"modificationTime": now, "dataChange": True}}) + "\n")
 
 
-def synthesize_index(table: str) -> None:
+def synthesize_index(
+    table: str, keys_per_file: int = KEYS_PER_FILE, name: str | None = None, kind: str = "sorted", bits: int = 16
+) -> None:
     """The index of ``id`` that a build of the table would write, file ``i`` holding the ids
-    ``i * KEYS_PER_FILE ...``: written with lakeseek's own writers and committed as version 0."""
-    location = locate(table, existing=False)
+    ``i * keys_per_file ...``: written with lakeseek's own writers and committed as version 0.
+    ``kind`` "cuckoo" writes one cuckoo segment of ``bits``-bit fingerprints instead."""
+    location = locate(table, name=name, existing=False)
     snapshot = lake_snapshot(location)
     lineage = numbered(snapshot.files, first_id=0)
     with operation(location, "create") as op:
         count = len(lineage)
-        infos = []
-        for first in range(0, count * KEYS_PER_FILE, ENTRIES_PER_INDEX_FILE):
-            keys = pa.array(range(first, min(first + ENTRIES_PER_INDEX_FILE, count * KEYS_PER_FILE)), pa.int64())
-            ids = pa.compute.divide(keys, KEYS_PER_FILE).cast(pa.int32())
-            entries = pa.table({"key": keys, "file_id": ids})
-            data, info = write_index_file(entries.to_batches(max_chunksize=CHUNK_ROWS), pa.int64(), CHUNK_ROWS)
-            path = f"{index_file_prefix(op.files.data_dir, 0)}-{len(infos):05d}.parquet"
-            location.storage.write(f"{location.index_dir}/{path}", data)
-            infos.append(IndexFileInfo.from_json({"path": path, **info}, pa.int64()))
-        content = SortedIndex(
-            IndexConfig(CHUNK_ROWS, ENTRIES_PER_INDEX_FILE),
-            {"id": ColumnIndex("id", pa.int64(), (Segment(tuple(infos)),))},
-        )
+        if kind == "cuckoo":
+            content = _cuckoo_content(location, op.files, count, keys_per_file, bits)
+        else:
+            content = _sorted_content(location, op.files, count, keys_per_file)
         lake_schema = LakeSchema.of(SCHEMA)
         root = Root(
             version=0,
@@ -110,11 +109,49 @@ def synthesize_index(table: str) -> None:
             spark_schema=lake_schema.spark_schema,
             partition_columns=(),
             lineage=LineageSet((op.lineage_part(lineage, 0),), frozenset(), count),
-            kind="sorted",
+            kind=kind,
             content=content,
             source_version=snapshot.version,
         )
         op.commit_first(root)
+
+
+def _sorted_content(location, files, count: int, keys_per_file: int) -> SortedIndex:
+    infos = []
+    for first in range(0, count * keys_per_file, ENTRIES_PER_INDEX_FILE):
+        keys = pa.array(range(first, min(first + ENTRIES_PER_INDEX_FILE, count * keys_per_file)), pa.int64())
+        ids = pa.compute.divide(keys, keys_per_file).cast(pa.int32())
+        entries = pa.table({"key": keys, "file_id": ids})
+        data, info = write_index_file(entries.to_batches(max_chunksize=CHUNK_ROWS), pa.int64(), CHUNK_ROWS)
+        path = f"{index_file_prefix(files.data_dir, 0)}-{len(infos):05d}.parquet"
+        location.storage.write(f"{location.index_dir}/{path}", data)
+        infos.append(IndexFileInfo.from_json({"path": path, **info}, pa.int64()))
+    return SortedIndex(
+        IndexConfig(CHUNK_ROWS, ENTRIES_PER_INDEX_FILE),
+        {"id": ColumnIndex("id", pa.int64(), (Segment(tuple(infos)),))},
+    )
+
+
+def _cuckoo_content(location, files, count: int, keys_per_file: int, bits: int) -> CuckooIndex:
+    """Seed 004's layout: three slots per bucket for a file's keys (the seed's ~3 slots)."""
+    slots = 3
+    buckets = bucket_count([keys_per_file], slots)
+    hashes = hash64(pa.array(np.arange(count * keys_per_file, dtype=np.int64)))
+    tables = []
+    for number in range(count):
+        own = hashes[number * keys_per_file : (number + 1) * keys_per_file]
+        tables.append(build_filter(own, buckets, bits, number))
+        if number % 100_000 == 99_999:
+            say(f"  {number + 1:,} cuckoo filters built")
+    filters = Filters(
+        np.arange(count, dtype=np.int32),
+        np.array([t.shape[1] for t in tables], np.int32),
+        np.zeros(count, bool),
+        np.full(count, keys_per_file, np.int64),
+        tables,
+    )
+    segment = write_segment(location.storage, files, "id", filters, buckets, bits, smallest_hashes([hashes]))
+    return CuckooIndex(CuckooConfig(bits, slots), {"id": pa.int64()}, (segment,))
 
 
 def measure(table: str, files: int, lookups: int) -> dict:

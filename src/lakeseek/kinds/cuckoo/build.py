@@ -21,7 +21,7 @@ from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format.hashing import distinct_estimate, hash64, smallest_hashes
 from lakeseek.format.lineage import Lineage
 from lakeseek.io import Stamp, Storage
-from lakeseek.kinds.base import FILE_ID, KEY, Job
+from lakeseek.kinds.base import FILE_ID, KEY, Job, OperationFiles
 from lakeseek.kinds.cuckoo.content import CuckooConfig, FilterSegment
 from lakeseek.kinds.cuckoo.filters import bucket_count, build_filter, encode_buckets, read_all_buckets
 from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups
@@ -41,8 +41,9 @@ DIRECTORY_SCHEMA = pa.schema(
 
 
 @dataclass(frozen=True)
-class _Filters:
-    """One column's filters of some files, in file order, before they are written."""
+class Filters:
+    """One column's filters of some files, in file order, before they are written
+    (:func:`write_segment`)."""
 
     file_ids: np.ndarray
     slots: np.ndarray
@@ -80,14 +81,13 @@ def build_segments(
     for number, column in enumerate(columns):
         smallest = smallest_hashes([np.array(spill["smallest"][number], np.uint64) for spill in spills])
         filters = _joined([part[number] for part in parts], chosen[column.name])
-        segments.append(
-            _written(storage, job.files, column.name, filters, chosen[column.name], config.fingerprint_bits, smallest)
-        )
+        bits = config.fingerprint_bits
+        segments.append(write_segment(storage, job.files, column.name, filters, chosen[column.name], bits, smallest))
     return [segment for segment in segments if segment.files]
 
 
 def merge_segments(
-    storage: Storage, files, segments: list[FilterSegment], removed: frozenset[int]
+    storage: Storage, files: OperationFiles, segments: list[FilterSegment], removed: frozenset[int]
 ) -> FilterSegment | None:
     """One segment of a column holding the filters of ``segments`` (all of one bucket count)
     but those of ``removed`` files. None: no file is left."""
@@ -112,12 +112,12 @@ def merge_segments(
     slot_counts = np.concatenate(slots)
     starts = np.concatenate([[0], np.cumsum(slot_counts)[:-1]]).astype(np.int64)
     tables = [matrix[:, starts[i] : starts[i] + slot_counts[i]] for i in order]
-    filters = _Filters(
+    filters = Filters(
         file_ids[order], slot_counts[order], np.concatenate(nulls)[order], np.concatenate(keys)[order], tables
     )
     per_value = sum(s.files_per_value * s.files for s in segments) / max(sum(s.files for s in segments), 1)
     distinct = float(filters.keys.sum()) / max(per_value, 1.0)
-    return _written(storage, files, first.column, filters, first.buckets, first.bits, distinct=distinct)
+    return write_segment(storage, files, first.column, filters, first.buckets, first.bits, distinct=distinct)
 
 
 def read_directory(storage: Storage, index_dir: str, segment: FilterSegment) -> dict[str, np.ndarray]:
@@ -137,27 +137,29 @@ def read_directory(storage: Storage, index_dir: str, segment: FilterSegment) -> 
     return found
 
 
-def _joined(parts: list[_Filters], buckets: int) -> _Filters:
+def _joined(parts: list[Filters], buckets: int) -> Filters:
     order = np.argsort(np.concatenate([p.file_ids for p in parts] or [np.zeros(0, np.int32)]), kind="stable")
     tables = [table for p in parts for table in p.tables]
 
     def joined(name: str) -> np.ndarray:
         return np.concatenate([getattr(p, name) for p in parts] or [np.zeros(0, np.int64)])[order]
 
-    return _Filters(joined("file_ids"), joined("slots"), joined("nulls"), joined("keys"), [tables[i] for i in order])
+    return Filters(joined("file_ids"), joined("slots"), joined("nulls"), joined("keys"), [tables[i] for i in order])
 
 
-def _written(
+def write_segment(
     storage: Storage,
-    files,
+    files: OperationFiles,
     column: str,
-    filters: _Filters,
+    filters: Filters,
     buckets: int,
     bits: int,
     smallest: np.ndarray | None = None,
     distinct: float | None = None,
 ) -> FilterSegment:
-    """``filters`` written as a segment (a directory file, and a bucket file when any file has a key)."""
+    """``filters`` written as a segment (a directory file, and a bucket file when any file has
+    a key); ``smallest`` (the smallest distinct key hashes) or ``distinct`` estimate its
+    distinct keys."""
     directory = pa.table(
         [
             pa.array(filters.file_ids, pa.int32()),
@@ -259,7 +261,7 @@ def _filter_task(spec: _FilterSpec, spill: str) -> list[dict]:
     return [{"path": _spill(storage, spill.rsplit("/", 1)[0], pa.table(out))}]
 
 
-def _read_spill(storage: Storage, path: str, buckets: tuple[int, ...]) -> list[_Filters]:
+def _read_spill(storage: Storage, path: str, buckets: tuple[int, ...]) -> list[Filters]:
     """A filter task's spill: per column, its files' filters."""
     table = _read_table(storage, path)
     ids = table.column(FILE_ID).to_numpy()
@@ -269,7 +271,7 @@ def _read_spill(storage: Storage, path: str, buckets: tuple[int, ...]) -> list[_
         raw = table.column(f"fingerprints_{number}").to_pylist()
         tables = [np.frombuffer(r, np.uint32).reshape(count, s) for r, s in zip(raw, slots, strict=True)]
         nulls = table.column(f"nulls_{number}").to_numpy(zero_copy_only=False)
-        found.append(_Filters(ids, slots, nulls, table.column(f"keys_{number}").to_numpy(), tables))
+        found.append(Filters(ids, slots, nulls, table.column(f"keys_{number}").to_numpy(), tables))
     return found
 
 
