@@ -141,6 +141,7 @@ def _measured(hashes, absent, files: int, keys_per_file: int, slots: int, bits: 
         "bytes_per_lookup": int(2 * ends[-1] * bits // 8),
         "bytes_per_entry": float(matrix.size * bits / 8 / (files * keys_per_file)),
         "false_per_file": false / (len(absent) * files),
+        "probes": len(absent) * files,
         "formula_per_file": 2 * widths.mean() * occupancy / 2**bits,
     }
 
@@ -206,7 +207,9 @@ def _plot(results: dict, path: Path) -> None:
     other.plot([r["slots_mean"] for r in rows], [r["formula_per_file"] for r in rows], linestyle="--", color="C3")
     other.set(ylabel="false positives per file (measured; dashed: formula)")
     rows = results["curves"]["bits"]
-    bits.plot([r["bits"] for r in rows], [max(r["false_per_file"], 1e-12) for r in rows], marker="s", label="measured")
+    # None seen: the rate is below one in the probes made, drawn there as an upper bound.
+    measured = [r["false_per_file"] or 1 / r["probes"] for r in rows]
+    bits.plot([r["bits"] for r in rows], measured, marker="s", label="measured (0 seen: at 1/probes)")
     bits.plot([r["bits"] for r in rows], [r["formula_per_file"] for r in rows], linestyle="--", label="2·b·load/2^f")
     bits.set(yscale="log", xlabel="fingerprint bits", ylabel="false positives per file and lookup")
     bits.legend()

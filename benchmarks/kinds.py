@@ -1,15 +1,17 @@
-"""Index kinds side by side: sorted, skipping and cuckoo on one lake, and the planner over all.
+"""Index kinds side by side: sorted, skipping, cuckoo and covering on one lake, and the planner.
 
 Run by hand (not in CI):  python benchmarks/kinds.py [--rows 20000000 --files 1000]
 
 On a hard-linked copy of the needle benchmark's lake (generated if missing), with one Spark
 session: builds each kind over record_id (unique), event_id (~6 files per value), status (a
 handful of values) and ts (clustered by the lake's date layout; not for cuckoo, which answers
-= and IN only), and times each build. Then, for each query class, each index alone and the
-planner over all of them (``open_indexes``): cold latency (nothing cached) and warm latency
-(one handle, lake listed once), index reads and bytes per lookup, candidate files and false
-positives (candidates holding no matching row, against DuckDB's full scan). Prints the numbers
-and writes benchmarks/results/kinds.{md,json}.
+= and IN only; covering copies rows keyed by record_id and event_id, carrying ts, status and
+amount), and times each build. Then, for each query class, each index alone and the planner
+over all of them (``open_indexes``): cold and warm latency of ``plan`` (nothing cached; one
+handle, lake listed once), index reads and bytes per lookup, candidate files and false
+positives (candidates holding no matching row, against DuckDB's full scan); and the warm
+latency of a whole ``read`` of carried columns, with the data files it opened. Prints the
+numbers and writes benchmarks/results/kinds.{md,json}.
 """
 
 from __future__ import annotations
@@ -34,7 +36,12 @@ KINDS = {
     "sorted": ["record_id", "event_id", "status", "ts"],
     "skipping": ["record_id", "event_id", "status", "ts"],
     "cuckoo": ["record_id", "event_id", "status"],
+    "covering": ["record_id", "event_id"],
 }
+OPTIONS = {"covering": {"include": ["ts", "status", "amount"]}}
+# Reads (plan, then rows) of columns the covering index carries: it opens no data file.
+COVERED_READ = ["record_id", "ts", "amount"]
+READS_PER_CLASS = {"status": 2}  # each reads every file
 LOOKUPS_PER_CLASS = 10
 
 
@@ -48,7 +55,7 @@ def main() -> None:
     results: dict = {"lake": {"rows": args.rows, "files": args.files}, "date": time.strftime("%Y-%m-%d"), "builds": {}}
     for kind, columns in KINDS.items():
         started = time.perf_counter()
-        index = lakeseek.create_index(str(lake), columns, kind=kind, name=kind, spark=spark)
+        index = lakeseek.create_index(str(lake), columns, kind=kind, name=kind, spark=spark, **OPTIONS.get(kind, {}))
         seconds = time.perf_counter() - started
         sizes = {c.name: c.bytes for c in index.status().columns}
         results["builds"][kind] = {"seconds": seconds, "bytes": sizes}
@@ -69,12 +76,16 @@ def main() -> None:
                 f"{m['false_positives']:.1f} false"
             )
         results["queries"][label] = measured
+    results["reads"] = {
+        label: {kind: _reads(lake, kind, wheres[: READS_PER_CLASS.get(label)]) for kind in [*KINDS, "planner"]}
+        for label, wheres in queries.items()
+    }
     _report(results, Path(args.out))
     shutil.rmtree(lake, ignore_errors=True)
 
 
 def _queries(lake: Path) -> dict[str, list[str]]:
-    files = sorted(lake.rglob("*.parquet"))
+    files = sorted(lake.glob("date=*/*.parquet"))
     rng = random.Random(7)
     picked = [
         pq.read_table(rng.choice(files), columns=["record_id", "event_id", "ts"]) for _ in range(LOOKUPS_PER_CLASS)
@@ -96,7 +107,8 @@ def _truth(lake: Path, wheres: list[str]) -> dict[str, set[str]]:
     import duckdb
 
     connection = duckdb.connect()
-    scan = f"read_parquet('{lake}/**/*.parquet', filename = true, hive_partitioning = false)"
+    data_files = ", ".join(f"'{path}'" for path in sorted(lake.glob("date=*/*.parquet")))  # not the index's
+    scan = f"read_parquet([{data_files}], filename = true, hive_partitioning = false)"
     found = {}
     for where in wheres:
         sql = f"SELECT DISTINCT filename FROM {scan} WHERE {where}"
@@ -143,6 +155,23 @@ def _measure(lake: Path, kind: str, wheres: list[str], truth: dict[str, set[str]
     }
 
 
+def _reads(lake: Path, kind: str, wheres: list[str]) -> dict:
+    """Warm ``read`` of COVERED_READ columns (plan and rows): latency and data files opened."""
+    handle = _open(lake, kind, "once")
+    for where in wheres:
+        handle.read(where, COVERED_READ)
+    times, opened = [], []
+    for where in wheres * 2:
+        with counting() as io:
+            started = time.perf_counter()
+            handle.read(where, COVERED_READ)
+            times.append(time.perf_counter() - started)
+        opened.append(io.data_files)
+    result = {"warm_p50_ms": statistics.median(times) * 1000, "data_files": statistics.mean(opened)}
+    say(f"read through {kind}: {result}")
+    return result
+
+
 def _report(results: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "kinds.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -168,7 +197,7 @@ def _report(results: dict, out: Path) -> None:
         "",
         f"{entries:,} (value, file) entries over the four columns. Lookups (`plan`: the candidate files), "
         f"{LOOKUPS_PER_CLASS} per class, medians; reads and bytes are warm, per lookup; false = candidates "
-        "holding no match (DuckDB's full scan); planner = `open_indexes` over all three.",
+        "holding no match (DuckDB's full scan); planner = `open_indexes` over all four.",
         "",
         "| query | kind | warm p50 ms | cold p50 ms | index reads | KiB read | candidate files | false | "
         "warm vs best kind |",
@@ -181,6 +210,21 @@ def _report(results: dict, out: Path) -> None:
                 f"| {label} | {kind}{' (' + ', '.join(m['chosen']) + ')' if m['chosen'] else ''} | "
                 f"{m['warm_p50_ms']:.2f} | {m['cold_p50_ms']:.1f} | {m['reads']:.1f} | {m['bytes'] / 1024:.0f} | "
                 f"{m['candidates']:.1f} | {m['false_positives']:.1f} | {m['warm_p50_ms'] / best:.2f}x |"
+            )
+    lines += [
+        "",
+        f"End to end: warm `read(where, columns={COVERED_READ})` (plan, then rows), medians; the covering "
+        "index answers from its rows; planner = `open_indexes`:",
+        "",
+        "| query | kind | warm p50 ms | data files opened | vs best kind |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for label, measured in results["reads"].items():
+        best = min(m["warm_p50_ms"] for kind, m in measured.items() if kind != "planner")
+        for kind, m in measured.items():
+            lines.append(
+                f"| {label} | {kind} | {m['warm_p50_ms']:.2f} | {m['data_files']:.1f} | "
+                f"{m['warm_p50_ms'] / best:.2f}x |"
             )
     (out / "kinds.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -112,6 +112,7 @@ def synthesize_index(
             kind=kind,
             content=content,
             source_version=snapshot.version,
+            source_format=location.source.name,
         )
         op.commit_first(root)
 

@@ -131,6 +131,10 @@ def differential_lake(tmp_path_factory, spark):
     lakeseek.create_index(root, INDEXED, kind="skipping", name="skipping", spark=spark, value_list=2)
     # And filtered: one slot per bucket, so filters grow; every query also through all three at once.
     lakeseek.create_index(root, INDEXED, kind="cuckoo", name="cuckoo", spark=spark, slots=1)
+    # And copied: every column carried, so reads are answered from the index's rows.
+    lakeseek.create_index(
+        root, INDEXED, kind="covering", name="covering", spark=spark, include=["id", "f32", "f64"], chunk_rows=4
+    )
     # Spark reads this lake with the widened schema given (its own inference stops at the
     # first file's int32, and mergeSchema refuses int32 with int64).
     frame = spark.read.schema(spark_schema(index)).parquet(root)
@@ -315,6 +319,7 @@ def test_read_and_files_agree_with_spark(differential_lake, spark, wheres):
         lakeseek.open_index(differential_lake),
         lakeseek.open_index(differential_lake, name="skipping"),
         lakeseek.open_index(differential_lake, name="cuckoo"),
+        lakeseek.open_index(differential_lake, name="covering"),
         lakeseek.open_indexes(differential_lake),
     ]
     rows = pq.read_table(differential_lake, columns=["id"]).num_rows

@@ -36,6 +36,7 @@ from hypothesis.control import currently_in_test_context
 
 import lakeseek
 from lakeseek.exceptions import LakeseekError
+from lakeseek.kinds.base import ROW_FILE
 from lakeseek.kinds.cuckoo.build import read_directory
 from lakeseek.kinds.keys import KeyRange
 from lakeseek.kinds.skipping.sketches import read_segment
@@ -217,8 +218,10 @@ class History:
             options = {"chunk_rows": chunk_rows, "entries_per_index_file": chunk_rows * 3, "row_groups": row_groups}
         elif kind == "skipping":
             options = {"bloom": not row_groups, "value_list": chunk_rows // 4}
-        else:  # cuckoo: one slot per bucket makes filters grow; 24-bit fingerprints take 3 bytes
+        elif kind == "cuckoo":  # one slot per bucket makes filters grow; 24-bit fingerprints take 3 bytes
             options = {"fingerprint_bits": 24 if row_groups else 16, "slots": max(1, chunk_rows // 16)}
+        else:  # covering: the id carried (reads of it are answered from the index), small row groups
+            options = {"include": ["id"], "chunk_rows": chunk_rows}
         self.log(f"create {kind} {columns} ({options})")
         default = f"{_region_dir(None)}{os.sep}"
         if "region" in columns and all(self._rel(path).startswith(default) for path in self._files()):
@@ -400,6 +403,9 @@ def _covered_files(index: lakeseek.Index, column: str) -> set[int]:
     if index.root.kind == "cuckoo":
         segments = index.root.content.segments_of(column)
         return {int(i) for s in segments for i in read_directory(index.storage, index.index_dir, s)["file_id"]}
+    if index.root.kind == "covering":
+        paths = [f"{index.index_dir}/{f.path}" for s in index.root.content.segments_of(column) for f in s.row_files]
+        return {i for path in paths for i in pq.read_table(path, columns=[ROW_FILE]).column(0).to_pylist()}
     entries = reader.range_entries(column, KeyRange())
     nulls = reader.point_entries(column, [None])
     return set(entries.column("file_id").to_pylist()) | set(nulls.column("file_id").to_pylist())
@@ -430,7 +436,7 @@ creates = st.tuples(
     st.lists(st.sampled_from(["id", "code", "name", "region"]), min_size=1, max_size=3, unique=True),
     st.booleans(),
     st.sampled_from([2, 4, 64]),
-    st.sampled_from(["sorted", "skipping", "cuckoo"]),
+    st.sampled_from(["sorted", "skipping", "cuckoo", "covering"]),
 )
 # A round: a few lake changes, then one index operation.
 rounds = st.tuples(st.lists(lake_steps, max_size=3), index_steps)
@@ -487,6 +493,7 @@ _EVERY_STEP = (
 @example(history=(_EVERY_STEP[0], ("create", ["id", "region"], True, 4, "skipping"), _EVERY_STEP[1], 10, 20_000))
 @example(history=(_EVERY_STEP[0], ("create", ["id", "name"], True, 2, "cuckoo"), _EVERY_STEP[1], 11, 0))
 @example(history=(_EVERY_STEP[0], ("create", ["code", "region"], False, 64, "cuckoo"), _EVERY_STEP[1], 12, 20_000))
+@example(history=(_EVERY_STEP[0], ("create", ["name", "region"], False, 2, "covering"), _EVERY_STEP[1], 13, 0))
 @settings(
     max_examples=int(FUZZ_EXAMPLES or 20),
     deadline=None,

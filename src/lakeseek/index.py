@@ -21,6 +21,7 @@ from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 
 from lakeseek.caches import Once, cache_for
 from lakeseek.commits.log import IndexLog, LogEntry
@@ -33,7 +34,7 @@ from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import DELETED, Root
 from lakeseek.format.values import KeyValue, key_type_for
 from lakeseek.io import counting
-from lakeseek.kinds.base import KindReader
+from lakeseek.kinds.base import ROW_FILE, KindReader
 from lakeseek.lake.files import reading_data_files
 from lakeseek.lake.schemas import current_partition_types, merge_schemas, spark_schema_json, with_partition_types
 from lakeseek.lake.state import Changes, LakeState, compare
@@ -220,8 +221,50 @@ class Index:
         """:meth:`read`, with the plan it read by (for callers that report staleness or fallbacks)."""
         state = self.lake_state()
         predicate = self.bind(where, state)
+        covered = self.covered_read(predicate, columns, state)
+        if covered is not None:
+            return covered
         chosen = self._plan(predicate, state)
         return self.read_files(chosen.files, predicate, columns, chosen.row_groups, state), chosen
+
+    def covered_read(
+        self, predicate: Predicate, columns: list[str] | None, state: LakeState
+    ) -> tuple[pa.Table, Plan] | None:
+        """The read answered from the index's own rows (a covering kind carrying every column
+        the query needs, for a condition it looks up), plus the files it does not cover, read
+        from the lake; None when it cannot be."""
+        if self.root.state == DELETED or not self.kind_reader.carries_rows:
+            return None
+        schema = self.schema_of(state)
+        selected = schema.names if columns is None else [resolve_column(c, schema).name for c in columns]
+        needed = list(dict.fromkeys([*selected, *sorted(predicate.columns())]))
+        try:
+            if not all(self.serves(column, state) for column in needed):
+                return None  # a column typed otherwise since indexing (or not recorded at all)
+            lookup = Planner(self.kind_reader, self.root, state, set(self.root.columns)).covering(predicate)
+            rows = None if lookup is None else lookup.rows(needed)
+        except IndexCorruptError:
+            return None  # the plan then reads the lake and says why
+        if rows is None:
+            return None
+        live = pa.array(list(state.indexed), pa.int32())
+        rows = rows.filter(pc.is_in(rows.column(ROW_FILE), value_set=live)).drop_columns([ROW_FILE])
+        rows = rows.cast(pa.schema([schema.field(name) for name in needed]))
+        found = read_matching(ds.dataset(rows), None, predicate, schema).select(selected)
+        unindexed = sorted(state.unindexed)
+        if unindexed:
+            extra = self.read_files(unindexed, predicate, selected, None, state)
+            found = pa.concat_tables([found, extra.cast(found.schema)])
+        plan = Plan(
+            files=unindexed,
+            total_files=len(state.files),
+            index_used=True,
+            indexed_columns_used=(lookup.column,),
+            unindexed_files=len(state.unindexed),
+            removed_files=len(state.removed),
+            from_index=True,
+        )
+        return found, plan
 
     def scan(self, where: str, columns: list[str] | None = None) -> pa.Table:
         """The rows matching ``where``, read from every file of the lake without the index."""

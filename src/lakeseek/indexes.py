@@ -19,6 +19,7 @@ import pyarrow as pa
 from lakeseek.commits.log import IndexLog
 from lakeseek.exceptions import IndexNotFoundError
 from lakeseek.expressions import Predicate
+from lakeseek.expressions.sql import parse_where
 from lakeseek.format.root import DELETED
 from lakeseek.index import Index, LakeListing
 from lakeseek.io import counting
@@ -93,6 +94,10 @@ class IndexSet:
     def query(self, where: str, columns: list[str] | None = None) -> tuple[pa.Table, Plan]:
         """The rows matching ``where``, read from the files the cheapest index leaves, and its plan."""
         weighed = self._weigh(where)
+        for each in weighed:  # an index carrying the rows answers without the lake: nothing is cheaper
+            covered = each.index.covered_read(each.predicate, columns, each.state)
+            if covered is not None:
+                return covered[0], dataclasses.replace(covered[1], index=each.index.name)
         position, chosen = self._choose(weighed)
         best = weighed[position]
         return best.index.read_files(chosen.files, best.predicate, columns, chosen.row_groups, best.state), chosen
@@ -141,6 +146,8 @@ class IndexSet:
 
     # -- internals --------------------------------------------------------------------------
     def _weigh(self, where: str | Predicate) -> list[_Weighed]:
+        if isinstance(where, str):
+            where = parse_where(where)  # once: each index binds the tree to the lake's schema as it sees it
         weighed = []
         for index in self.indexes:
             state = index.lake_state()

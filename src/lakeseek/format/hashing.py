@@ -112,9 +112,16 @@ DISTINCT_SAMPLE = 1024
 
 
 def smallest_hashes(hashes: list[np.ndarray]) -> np.ndarray:
-    """The DISTINCT_SAMPLE smallest distinct hashes among ``hashes``."""
-    joined = np.unique(np.concatenate(hashes)) if hashes else np.zeros(0, np.uint64)
-    return joined[:DISTINCT_SAMPLE]
+    """The DISTINCT_SAMPLE smallest distinct hashes among ``hashes`` (each array's own
+    smallest first: the union's are among them)."""
+    smallest = [_sorted_distinct(part)[:DISTINCT_SAMPLE] for part in hashes]
+    return _sorted_distinct(np.concatenate(smallest))[:DISTINCT_SAMPLE] if smallest else np.zeros(0, np.uint64)
+
+
+def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """``values`` sorted without repeats (a sort: NumPy's hash-based unique is slower on uint64)."""
+    ordered = np.sort(values)
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
 
 
 def distinct_estimate(smallest: np.ndarray) -> float:

@@ -1,12 +1,14 @@
 """Kinds of index, by name: ``sorted`` (the exact value -> file index), ``skipping``
-(per-file sketches) and ``cuckoo`` (aligned per-file cuckoo filters) are built in; another
-kind registers itself with :func:`register_kind`."""
+(per-file sketches), ``cuckoo`` (aligned per-file cuckoo filters) and ``covering`` (sorted
+copies of rows, answering reads without the lake) are built in; another kind registers
+itself with :func:`register_kind`."""
 
 from __future__ import annotations
 
 from lakeseek.exceptions import IndexFormatError, LakeseekError
 from lakeseek.format.root import IndexContent
 from lakeseek.kinds.base import IndexKind
+from lakeseek.kinds.covering import CoveringKind
 from lakeseek.kinds.cuckoo import CuckooKind
 from lakeseek.kinds.skipping import SkippingKind
 from lakeseek.kinds.sorted_index import SortedKind
@@ -44,5 +46,6 @@ def decode_content(kind: str, raw: dict) -> IndexContent:
 register_kind(SortedKind())
 register_kind(SkippingKind())
 register_kind(CuckooKind())
+register_kind(CoveringKind())
 
 __all__ = ["DEFAULT_KIND", "IndexKind", "decode_content", "kind_named", "known_kinds", "register_kind"]

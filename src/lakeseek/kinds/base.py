@@ -37,6 +37,8 @@ LOCATION_SHIFT = 32
 KEY = "key"
 FILE_ID = "file_id"
 ROW_GROUP = "row_group"
+# The column of rows a kind carries (Lookup.rows) naming the data file they came from (its id).
+ROW_FILE = "__lakeseek_file_id"
 # What repairs a damaged index file, for the lines ``status`` prints.
 REPAIR = "`lakeseek refresh --mode full` rebuilds the index"
 
@@ -84,6 +86,9 @@ class Lookup:
     column: str
     estimate: Estimate
     run: Callable[[], np.ndarray]
+    # A kind that carries rows (covering): the index's rows that may match, with the lake
+    # columns asked for and ``ROW_FILE`` (their data file's id); None when it lacks a column.
+    rows: Callable[[list[str]], pa.Table | None] | None = None
 
 
 class KindReader(ABC):
@@ -96,6 +101,8 @@ class KindReader(ABC):
 
     # Whether locations tell row groups apart (else every location's row group is 0).
     row_groups: bool = False
+    # Whether its lookups can give the rows themselves (Lookup.rows: a covering kind).
+    carries_rows: bool = False
 
     @abstractmethod
     def lookup(self, condition: Condition, indexed: LakeSize) -> Lookup | str:

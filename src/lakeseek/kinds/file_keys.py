@@ -159,14 +159,14 @@ class FileKeyReader:
                 raw = pa.nulls(rows)
             if isinstance(raw, pa.ChunkedArray):
                 raw = raw.combine_chunks()
-            keys = self._keys(raw, column, path)
+            keys = self.keys(raw, column, path)
             if groups is None:
                 found[column.name] = pa.table({KEY: pc.unique(keys)})
             else:
                 found[column.name] = pa.table({KEY: keys, ROW_GROUP: groups}).group_by([KEY, ROW_GROUP]).aggregate([])
         return found
 
-    def _keys(self, raw: pa.Array, column: IndexedColumn, path: str) -> pa.Array:
+    def keys(self, raw: pa.Array, column: IndexedColumn, path: str) -> pa.Array:
         """A file's values of ``column`` as index keys, never changed: cast to the lake's type of
         the column (which holds every file's values exactly: see lakeseek.lake.schemas), then to the
         key type (which drops only the nanoseconds of a nanosecond column, by design)."""

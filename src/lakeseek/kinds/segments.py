@@ -10,7 +10,7 @@ after the first; a full one all of them, dropping tombstoned files.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -19,6 +19,7 @@ import pyarrow as pa
 from lakeseek.format import values
 from lakeseek.format.actions import ContentAction, Requirement
 from lakeseek.format.root import IndexContent, Root
+from lakeseek.kinds.base import Change
 
 
 @dataclass(frozen=True)
@@ -110,3 +111,21 @@ def to_merge(segments: Sequence[Any], mode: str, removed: frozenset[int]) -> lis
     if len(chosen) >= 2 or (mode != "quick" and chosen and removed):
         return chosen
     return []
+
+
+def merged_per_column(
+    content: SegmentedIndex, mode: str, removed: frozenset[int], merge: Callable[[list[Any]], Any | None]
+) -> Change | None:
+    """An optimize of a kind with one column per segment: for each column, the segments
+    :func:`to_merge` chooses merged into ``merge(chosen)`` (None: no row left). None: nothing to do."""
+    replaced: list[Any] = []
+    merged: list[Any] = []
+    for column in content.columns:
+        chosen = to_merge(content.segments_of(column), mode, removed)
+        if chosen:
+            replaced.extend(chosen)
+            result = merge(chosen)
+            merged.extend([] if result is None else [result])
+    if not replaced:
+        return None
+    return Change((ReplaceSegments(tuple(replaced), tuple(merged)),), (SegmentsStillThere(tuple(replaced)),))

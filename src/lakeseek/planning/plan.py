@@ -53,6 +53,9 @@ class Plan:
     notes: tuple[str, ...] = ()  # why parts of the predicate were not served by the index
     fallback: Fallback | None = None  # the kind of ``reason``
     index: str | None = None  # which of the lake's indexes planned it, when several were weighed
+    # Rows of the indexed files came from the index itself (a covering kind): ``files`` are
+    # only those it does not cover, the data files the read opened.
+    from_index: bool = False
 
     @property
     def is_stale(self) -> bool:

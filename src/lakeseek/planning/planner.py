@@ -91,6 +91,15 @@ class Planner:
             return Prepared(cost, False, lambda: self._scan(cost, [], reason, Fallback.TOO_COSTLY))
         return Prepared(cost, True, lambda: self._run(node, cost))
 
+    def covering(self, predicate: Predicate) -> Lookup | None:
+        """A lookup of the predicate whose rows the index carries (a covering kind): the
+        predicate's own when it is one condition, else the cheapest of its AND's; None when
+        no part the whole predicate needs has one."""
+        node = self._analyse(predicate)
+        parts = node.parts if isinstance(node, _Both) else (node,)
+        carrying = [part for part in parts if isinstance(part, Lookup) and part.rows is not None]
+        return min(carrying, key=lambda part: part.estimate, default=None)
+
     def _run(self, node, cost: PlanCost) -> Plan:
         used: list[str] = []
         locations = self._evaluate(node, used)

@@ -21,11 +21,11 @@ from lakeseek.format.root import Root
 from lakeseek.io import Storage
 from lakeseek.kinds.base import Change, IndexKind, Job, check_options, check_whole_number
 from lakeseek.kinds.cuckoo.build import build_segments, merge_segments
-from lakeseek.kinds.cuckoo.content import CuckooConfig, CuckooIndex, FilterSegment
+from lakeseek.kinds.cuckoo.content import CuckooConfig, CuckooIndex
 from lakeseek.kinds.cuckoo.filters import FINGERPRINT_BITS
 from lakeseek.kinds.cuckoo.reader import CuckooReader
 from lakeseek.kinds.file_keys import indexed_columns
-from lakeseek.kinds.segments import AppendSegments, ReplaceSegments, SegmentsStillThere, to_merge
+from lakeseek.kinds.segments import AppendSegments, merged_per_column
 
 MAX_SLOTS = 64
 
@@ -69,17 +69,9 @@ class CuckooKind(IndexKind):
         return Change((AppendSegments(tuple(build_segments(job, content.config, indexed, files, buckets))),))
 
     def optimize(self, job: Job, content: CuckooIndex, mode: str, removed: frozenset[int]) -> Change | None:
-        replaced: list[FilterSegment] = []
-        merged: list[FilterSegment] = []
-        for column in content.columns:
-            chosen = to_merge(content.segments_of(column), mode, removed)
-            if chosen:
-                replaced.extend(chosen)
-                result = merge_segments(job.storage, job.files, chosen, removed)
-                merged.extend([] if result is None else [result])
-        if not replaced:
-            return None
-        return Change((ReplaceSegments(tuple(replaced), tuple(merged)),), (SegmentsStillThere(tuple(replaced)),))
+        return merged_per_column(
+            content, mode, removed, lambda chosen: merge_segments(job.storage, job.files, chosen, removed)
+        )
 
 
 __all__ = ["CuckooIndex", "CuckooKind"]

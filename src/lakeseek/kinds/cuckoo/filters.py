@@ -18,6 +18,7 @@ group has the same size and bucket ``j`` is one ranged read at ``first + j * str
 from __future__ import annotations
 
 import io
+import random
 import zlib
 
 import numpy as np
@@ -33,8 +34,11 @@ MAX_KICKS = 500  # the cuckoo paper's bound on evictions before a filter is decl
 _LOAD = {1: 0.45, 2: 0.8, 3: 0.88}
 LOAD = 0.9  # four or more slots per bucket
 _FINGERPRINT_SALT = np.uint64(0xC2B2AE3D27D4EB4F)
-_ALTERNATE_SALT = np.uint64(0x165667B19E3779F9)
+_ALTERNATE_SALT_INT = 0x165667B19E3779F9
+_ALTERNATE_SALT = np.uint64(_ALTERNATE_SALT_INT)
+_MIX_1, _MIX_2, _WORD = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, (1 << 64) - 1
 FINGERPRINTS = "fingerprints"
+_STORED = {16: np.dtype("<u2"), 24: np.dtype("V3"), 32: np.dtype("<u4")}
 CRC = "crc32"
 
 
@@ -77,7 +81,7 @@ def build_filter(hashes: np.ndarray, buckets: int, bits: int, seed: int) -> np.n
     slots = 1
     while len(first) > buckets * slots * load(slots):
         slots += 1
-    rng = np.random.default_rng(seed)
+    rng = random.Random(seed)
     while True:
         table = _placed(first, second, fingerprint, buckets, slots, rng)
         if table is not None:
@@ -86,7 +90,7 @@ def build_filter(hashes: np.ndarray, buckets: int, bits: int, seed: int) -> np.n
 
 
 def _placed(
-    first: np.ndarray, second: np.ndarray, fingerprint: np.ndarray, buckets: int, slots: int, rng: np.random.Generator
+    first: np.ndarray, second: np.ndarray, fingerprint: np.ndarray, buckets: int, slots: int, rng: random.Random
 ) -> np.ndarray | None:
     """The entries in a filter of ``slots`` slots per bucket, or None when kicks fail."""
     table = np.zeros((buckets, slots), np.uint32)
@@ -110,18 +114,28 @@ def _placed(
 
 
 def _kicked_in(
-    table: np.ndarray, fill: np.ndarray, bucket: int, fingerprint: int, buckets: int, slots: int, rng
+    table: np.ndarray, fill: np.ndarray, bucket: int, fingerprint: int, buckets: int, slots: int, rng: random.Random
 ) -> bool:
-    """The cuckoo paper's insertion: evict a random entry, move it to its other bucket, repeat."""
+    """The cuckoo paper's insertion: evict a random entry, move it to its other bucket, repeat
+    (one entry at a time, in plain Python: NumPy's per-call cost dominates here)."""
     for _ in range(MAX_KICKS):
         if fill[bucket] < slots:
             table[bucket, fill[bucket]] = fingerprint
             fill[bucket] += 1
             return True
-        victim = int(rng.integers(slots))
+        victim = rng.randrange(slots)
         fingerprint, table[bucket, victim] = int(table[bucket, victim]), fingerprint
-        bucket = int(alternate(np.array([bucket]), np.array([fingerprint], np.uint32), buckets)[0])
+        bucket = (_mix(fingerprint ^ _ALTERNATE_SALT_INT) % buckets - bucket) % buckets
     return False
+
+
+def _mix(value: int) -> int:
+    """:func:`lakeseek.format.hashing.mix64` of one value."""
+    value ^= value >> 30
+    value = (value * _MIX_1) & _WORD
+    value ^= value >> 27
+    value = (value * _MIX_2) & _WORD
+    return value ^ (value >> 31)
 
 
 # -- bucket files ------------------------------------------------------------------------------
@@ -168,12 +182,26 @@ def encode_buckets(slots: np.ndarray, bits: int) -> tuple[bytes, int, int, int]:
 
 
 def decode_bucket(data: bytes, total: int, bits: int, where: str) -> np.ndarray:
-    """A bucket read (``encode_buckets``' ``read`` bytes) as its ``total`` fingerprints, checked."""
+    """A bucket read (``encode_buckets``' ``read`` bytes) as its ``total`` slots, checked, in
+    their stored width (compare them with :func:`stored`): no copy of a large bucket."""
     size = total * width(bits)
-    fingerprints = data[:size]
+    fingerprints = memoryview(data)[:size]
     if len(data) < size + 4 or zlib.crc32(fingerprints) != int.from_bytes(data[-4:], "little"):
         raise IndexCorruptError(f"the cuckoo bucket file {where} is damaged (a bucket's checksum does not match)")
-    return _fingerprints_of(fingerprints, bits)
+    return np.frombuffer(fingerprints, _STORED[bits])
+
+
+def as_stored(slots: np.ndarray, bits: int) -> np.ndarray:
+    """An (buckets, total) uint32 fingerprint array in :func:`decode_bucket`'s stored width."""
+    raw = np.ascontiguousarray(_slot_bytes(slots, bits)).reshape(slots.shape[0], -1)
+    return raw.view(_STORED[bits])
+
+
+def stored(fingerprint: int, bits: int) -> np.generic:
+    """A fingerprint as :func:`decode_bucket`'s slots hold it."""
+    if bits == 24:
+        return np.void(fingerprint.to_bytes(3, "little"))
+    return np.array(fingerprint, _STORED[bits])[()]
 
 
 def read_all_buckets(data: bytes, buckets: int, total: int, bits: int, where: str) -> np.ndarray:

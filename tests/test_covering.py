@@ -1,0 +1,144 @@
+"""The covering kind: reads answered from the index's own rows, against a full scan.
+
+Generated predicates over every indexable type (NULLs included) read exactly a full scan's
+rows, the index carrying every column; a read of covered columns opens no data file but those
+added or rewritten since indexing, and stays exact as the lake changes and the index is
+refreshed and optimized; a read needing a column the index lacks, or a predicate it cannot
+look up, reads the lake; damage costs a full scan, never rows.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lakeseek
+from lakeseek.cli.main import main
+from lakeseek.exceptions import LakeseekError
+from lakeseek.io import counting
+from tests.lakes import INDEXABLE, all_rows, check_generated_predicates, fuzz_settings, ids, make_typed_lake
+
+
+@pytest.fixture(scope="module")
+def covered_lake(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("covering") / "lake")
+    make_typed_lake(root, files_per_region=4, rows_per_file=40, seed=6)
+    # Small row groups: lookups pick among many; every lake column carried.
+    lakeseek.create_index(root, INDEXABLE, kind="covering", engine="local", include=["score"], chunk_rows=16)
+    return root, all_rows(root)
+
+
+@fuzz_settings(60)
+@given(st.data())
+def test_generated_predicates_read_a_full_scans_rows(covered_lake, data):
+    root, rows = covered_lake
+    check_generated_predicates(lakeseek.open_index(root), rows, data)
+
+
+def _lake(root: str, files: int, start: int = 0) -> None:
+    os.makedirs(root, exist_ok=True)
+    for number in range(start, start + files):
+        ids_ = list(range(number * 1000, number * 1000 + 1000))
+        table = pa.table(
+            {
+                "id": ids_,
+                "user": [f"u{i % 313}" if i % 41 else None for i in ids_],
+                "amount": [i / 4 for i in ids_],
+                "note": ["n"] * len(ids_),
+            }
+        )
+        pq.write_table(table, f"{root}/part-{number:03d}.parquet")
+
+
+def _same(index: lakeseek.Index, where: str, columns: list[str]) -> tuple[lakeseek.Plan, int]:
+    """The plan of a read equal to a full scan's, and the data files the read opened."""
+    with counting() as io:
+        table, plan = index.query(where, columns)
+    expected = index.scan(where, columns)
+    assert sorted(table.to_pylist(), key=str) == sorted(expected.to_pylist(), key=str), where
+    assert table.num_rows == expected.num_rows, where
+    return plan, io.data_files
+
+
+def test_covered_reads_open_no_data_file_and_stay_exact_as_the_lake_changes(tmp_path):
+    root = str(tmp_path / "lake")
+    _lake(root, 6)
+    lakeseek.create_index(root, ["id", "user"], kind="covering", engine="local", include="amount", chunk_rows=128)
+    index = lakeseek.open_index(root, lake_listing="once")
+    index.read("id = 1", ["id", "amount"])  # warm: the footers read once
+    for where in ["id = 4321", "id IN (3, 5999)", "user = 'u7'", "user IS NULL", "id >= 2990 AND id < 3010"]:
+        plan, opened = _same(index, where, ["id", "amount"])
+        assert plan.from_index and plan.files == [] and opened == 0, where
+    assert _same(index, "id = 4321", [])[0].from_index  # a count
+    assert not _same(index, "id = 4321", ["note"])[0].from_index  # a column the index lacks
+    assert not _same(index, "id = 4321 OR amount > 1400", ["id"])[0].from_index  # no lookup covers the OR
+
+    os.remove(f"{root}/part-001.parquet")
+    _lake(root, 1, start=6)
+    pq.write_table(
+        pa.table({"id": [2500], "user": ["new"], "amount": [1.0], "note": ["m"]}), f"{root}/part-002.parquet"
+    )
+    stale = lakeseek.open_index(root)
+    for where in ["id = 1500", "id = 2500", "id = 2501", "id = 6001", "user = 'new'"]:
+        plan, opened = _same(stale, where, ["id", "user", "amount"])
+        assert plan.from_index and sorted(plan.files) == ["part-002.parquet", "part-006.parquet"], where
+        assert opened == 2, where
+
+    lakeseek.refresh_index(root, "incremental", engine="local")
+    _lake(root, 1, start=7)
+    lakeseek.refresh_index(root, "incremental", engine="local")
+    lakeseek.optimize_index(root, "quick", engine="local")
+    lakeseek.optimize_index(root, "full", engine="local")
+    fresh = lakeseek.open_index(root)
+    assert len(fresh.root.content.segments_of("id")) == 1
+    for where in ["id = 1500", "id = 2500", "id = 7001", "user = 'u7'", "user IS NULL"]:
+        plan, opened = _same(fresh, where, ["id", "user", "amount"])
+        assert plan.from_index and plan.files == [] and opened == 0, where
+
+
+def test_a_damaged_row_file_costs_a_full_scan_not_rows(tmp_path):
+    root = str(tmp_path / "lake")
+    _lake(root, 3)
+    lakeseek.create_index(root, ["id"], kind="covering", engine="local", include=["amount"])
+    index = lakeseek.open_index(root)
+    row_file = index.root.content.segments[0].row_files[0]
+    with open(f"{index.index_dir}/{row_file.path}", "r+b") as damaged:
+        damaged.truncate(row_file.size // 2)
+    fresh = lakeseek.open_index(root)
+    plan, _ = _same(fresh, "id = 1234", ["id", "amount"])
+    assert not plan.from_index and not plan.index_used and "damaged" in plan.reason
+    assert fresh.status().problems
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"bloom": True}, "the covering index has no option 'bloom'"),
+        ({"include": 3}, "include must be a list of column names"),
+        ({"chunk_rows": 0}, "chunk_rows must be a whole number from 1 to"),
+    ],
+)
+def test_bad_options_are_named(tmp_path, options, message):
+    root = str(tmp_path / "lake")
+    _lake(root, 1)
+    with pytest.raises(LakeseekError, match=message):
+        lakeseek.create_index(root, ["id"], kind="covering", engine="local", **options)
+
+
+def test_the_cli_creates_a_covering_index_and_reads_from_it(tmp_path):
+    root = str(tmp_path / "lake")
+    _lake(root, 2)
+    runner = CliRunner()
+    options = ["--kind", "covering", "--option", "include=amount,user", "--engine", "local"]
+    created = runner.invoke(main, ["create", root, "--columns", "id", *options])
+    assert created.exit_code == 0, created.output
+    assert lakeseek.open_index(root).root.content.include == ("amount", "user")
+    rows = runner.invoke(main, ["query", root, "--where", "id = 1500", "--columns", "id,amount", "--format", "csv"])
+    assert rows.exit_code == 0 and rows.output.splitlines() == ["id,amount", "1500,375.0"]
+    assert ids(lakeseek.open_index(root).read("id = 1500", ["id"])) == [1500]
