@@ -93,11 +93,14 @@ class IndexSet:
 
     def query(self, where: str, columns: list[str] | None = None) -> tuple[pa.Table, Plan]:
         """The rows matching ``where``, read from the files the cheapest index leaves, and its plan."""
-        weighed = self._weigh(where)
-        for each in weighed:  # an index carrying the rows answers without the lake: nothing is cheaper
-            covered = each.index.covered_read(each.predicate, columns, each.state)
-            if covered is not None:
-                return covered[0], dataclasses.replace(covered[1], index=each.index.name)
+        binder = _Binder(where)
+        for index in self.indexes:  # an index carrying the rows answers without the lake: nothing is cheaper
+            if index.kind_reader.carries_rows:
+                state = index.lake_state()
+                covered = index.covered_read(binder.bound(index, state), columns, state)
+                if covered is not None:
+                    return covered[0], dataclasses.replace(covered[1], index=index.name)
+        weighed = self._weigh(binder)
         position, chosen = self._choose(weighed)
         best = weighed[position]
         return best.index.read_files(chosen.files, best.predicate, columns, chosen.row_groups, best.state), chosen
@@ -145,13 +148,12 @@ class IndexSet:
         return dataclasses.replace(result, rows=rows, seconds=time.perf_counter() - started)
 
     # -- internals --------------------------------------------------------------------------
-    def _weigh(self, where: str | Predicate) -> list[_Weighed]:
-        if isinstance(where, str):
-            where = parse_where(where)  # once: each index binds the tree to the lake's schema as it sees it
+    def _weigh(self, where: str | Predicate | _Binder) -> list[_Weighed]:
+        binder = where if isinstance(where, _Binder) else _Binder(where)
         weighed = []
         for index in self.indexes:
             state = index.lake_state()
-            predicate = index.bind(where, state)
+            predicate = binder.bound(index, state)
             weighed.append(_Weighed(index, state, predicate, index.prepare(predicate, state)))
         return weighed
 
@@ -171,6 +173,24 @@ class IndexSet:
         """Which of ``paths`` hold a row the predicate keeps (a count per file, no column read)."""
         index, state = weighed.index, weighed.state
         return {path for path in paths if index.read_files([path], weighed.predicate, [], None, state).num_rows}
+
+
+class _Binder:
+    """A predicate parsed once and bound once per schema: the indexes of a lake mostly see the
+    same schema, and binding (literals to the columns' types) costs as much as a lookup."""
+
+    def __init__(self, where: str | Predicate) -> None:
+        self.tree = parse_where(where) if isinstance(where, str) else where
+        self.bound_by_schema: list[tuple[pa.Schema, Predicate]] = []
+
+    def bound(self, index: Index, state: LakeState) -> Predicate:
+        schema = index.schema_of(state)
+        for seen, predicate in self.bound_by_schema:
+            if seen is schema or seen.equals(schema, check_metadata=True):
+                return predicate
+        predicate = index.bind(self.tree, state)
+        self.bound_by_schema.append((schema, predicate))
+        return predicate
 
 
 def _deleted(index: Index) -> bool:

@@ -38,7 +38,7 @@ _ALTERNATE_SALT_INT = 0x165667B19E3779F9
 _ALTERNATE_SALT = np.uint64(_ALTERNATE_SALT_INT)
 _MIX_1, _MIX_2, _WORD = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, (1 << 64) - 1
 FINGERPRINTS = "fingerprints"
-_STORED = {16: np.dtype("<u2"), 24: np.dtype("V3"), 32: np.dtype("<u4")}
+_STORED = {16: np.dtype("<u2"), 32: np.dtype("<u4")}
 CRC = "crc32"
 
 
@@ -188,20 +188,25 @@ def decode_bucket(data: bytes, total: int, bits: int, where: str) -> np.ndarray:
     fingerprints = memoryview(data)[:size]
     if len(data) < size + 4 or zlib.crc32(fingerprints) != int.from_bytes(data[-4:], "little"):
         raise IndexCorruptError(f"the cuckoo bucket file {where} is damaged (a bucket's checksum does not match)")
+    if bits == 24:
+        return np.frombuffer(fingerprints, np.uint8).reshape(-1, 3)
     return np.frombuffer(fingerprints, _STORED[bits])
 
 
 def as_stored(slots: np.ndarray, bits: int) -> np.ndarray:
-    """An (buckets, total) uint32 fingerprint array in :func:`decode_bucket`'s stored width."""
+    """An (buckets, total) uint32 fingerprint array as :func:`decode_bucket` gives each bucket."""
     raw = np.ascontiguousarray(_slot_bytes(slots, bits)).reshape(slots.shape[0], -1)
-    return raw.view(_STORED[bits])
+    return raw.reshape(slots.shape[0], -1, 3) if bits == 24 else raw.view(_STORED[bits])
 
 
-def stored(fingerprint: int, bits: int) -> np.generic:
-    """A fingerprint as :func:`decode_bucket`'s slots hold it."""
-    if bits == 24:
-        return np.void(fingerprint.to_bytes(3, "little"))
-    return np.array(fingerprint, _STORED[bits])[()]
+def matching(slots: np.ndarray, fingerprint: int, bits: int) -> np.ndarray:
+    """Positions of the slots (one bucket, as :func:`decode_bucket` gives it) holding ``fingerprint``."""
+    if bits != 24:
+        return np.flatnonzero(slots == np.array(fingerprint, _STORED[bits]))
+    # Three bytes a slot: the low byte first (1 in 256 slots pass), then the others where it did.
+    low = np.flatnonzero(slots[:, 0] == (fingerprint & 0xFF))
+    rest = (slots[low, 1] == ((fingerprint >> 8) & 0xFF)) & (slots[low, 2] == (fingerprint >> 16))
+    return low[rest]
 
 
 def read_all_buckets(data: bytes, buckets: int, total: int, bits: int, where: str) -> np.ndarray:

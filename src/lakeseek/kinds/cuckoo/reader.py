@@ -23,7 +23,7 @@ from lakeseek.io import Storage
 from lakeseek.kinds.base import FILE_ID, KEY, LOCATION_SHIFT, REPAIR, Condition, KindReader, Lookup, Values
 from lakeseek.kinds.cuckoo.build import NULLS, SLOTS, read_directory
 from lakeseek.kinds.cuckoo.content import CuckooIndex, FilterSegment
-from lakeseek.kinds.cuckoo.filters import alternate, as_stored, decode_bucket, positions, read_all_buckets, stored
+from lakeseek.kinds.cuckoo.filters import alternate, as_stored, decode_bucket, matching, positions, read_all_buckets
 from lakeseek.kinds.keys import bound_key
 
 # A bucket file this small is read whole, in one read, and kept (an increment's).
@@ -106,7 +106,7 @@ class CuckooReader(KindReader):
         for bucket in np.unique(np.concatenate([first, second])).tolist():
             slots = self._bucket(segment, bucket)
             for key in np.flatnonzero((first == bucket) | (second == bucket)).tolist():
-                hits = np.flatnonzero(slots == stored(int(fingerprint[key]), segment.bits))
+                hits = matching(slots, int(fingerprint[key]), segment.bits)
                 if len(hits):
                     keys_at.append(np.full(len(hits), key, np.int64))
                     files_at.append(ids[np.searchsorted(ends, hits, side="right")])
