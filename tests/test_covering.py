@@ -142,3 +142,40 @@ def test_the_cli_creates_a_covering_index_and_reads_from_it(tmp_path):
     rows = runner.invoke(main, ["query", root, "--where", "id = 1500", "--columns", "id,amount", "--format", "csv"])
     assert rows.exit_code == 0 and rows.output.splitlines() == ["id,amount", "1500,375.0"]
     assert ids(lakeseek.open_index(root).read("id = 1500", ["id"])) == [1500]
+
+
+def test_from_an_adversarial_hunt_counts_widened_and_nested_columns_stay_exact(tmp_path):
+    root = str(tmp_path / "lake")
+    os.makedirs(root)
+    nested = pa.table(
+        {
+            "k": [1, 2, 2],
+            "c": pa.array([10, 20, 30], pa.int32()),
+            "l": [[1], [2, 3], None],
+            "st": [{"x": 1}, {"x": 2}, None],
+        }
+    )
+    pq.write_table(nested, f"{root}/f1.parquet")
+    lakeseek.create_index(root, ["k"], kind="covering", engine="local", include=["c", "l", "st"], chunk_rows=1)
+    index = lakeseek.open_index(root)
+    assert _same(index, "k = 2", ["l", "st"])[0].from_index  # nested columns, several leaf chunks
+    # A count over the index's rows and a file added since: both parts keep their rows.
+    widened = pa.table({"k": [2], "c": pa.array([2**40], pa.int64()), "l": [[4]], "st": [{"x": 3}]})
+    pq.write_table(widened, f"{root}/f2.parquet")
+    stale = lakeseek.open_index(root)
+    plan, _ = _same(stale, "k = 2", [])
+    assert plan.from_index and stale.query("k = 2", [])[0].num_rows == 3
+    # An included column widened: the refresh rebuilds, and optimize and covered reads work.
+    lakeseek.refresh_index(root, "incremental", engine="local")
+    lakeseek.optimize_index(root, "full", engine="local")
+    refreshed = lakeseek.open_index(root)
+    assert refreshed.root.schema.field("c").type == pa.int64()
+    assert _same(refreshed, "k = 2", ["k", "c"])[0].from_index
+
+
+def test_a_lake_column_named_like_the_index_own_ones_is_refused(tmp_path):
+    root = str(tmp_path / "lake")
+    os.makedirs(root)
+    pq.write_table(pa.table({"a": [1], "__lakeseek_key": [2]}), f"{root}/f.parquet")
+    with pytest.raises(lakeseek.UnsupportedColumnError, match="'__lakeseek_key' cannot be carried"):
+        lakeseek.create_index(root, ["a"], kind="covering", engine="local", include=["__lakeseek_key"])

@@ -10,6 +10,7 @@ removals, quick and full optimize) stays exact; damage costs a full scan, never 
 from __future__ import annotations
 
 import os
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -199,3 +200,21 @@ def test_the_cli_creates_and_queries_a_cuckoo_index(tmp_path):
     assert listed.exit_code == 0 and listed.output.strip().endswith("part-001.parquet")
     ranged = runner.invoke(main, ["explain", root, "--where", "id > 2500"])
     assert ranged.exit_code == 0 and "not ranges or LIKE" in ranged.output
+
+
+def test_from_an_adversarial_hunt_uint64_and_wide_decimals_are_hashed(tmp_path):
+    root = str(tmp_path / "lake")
+    os.makedirs(root)
+    for number in range(4):
+        big = [2**64 - 1 - number, 2**63 + number, number]
+        wide = pa.array([Decimal(10**39 + number), Decimal(-number), None], pa.decimal256(40, 0))
+        pq.write_table(pa.table({"u": pa.array(big, pa.uint64()), "d": wide}), f"{root}/f{number}.parquet")
+    lakeseek.create_index(root, ["u", "d"], kind="cuckoo", engine="local")
+    index = lakeseek.open_index(root)
+    for where in ["u = 18446744073709551615", "u = 9223372036854775810"]:
+        plan = index.plan(where)
+        assert plan.index_used and len(plan.files) == 1, where
+        assert index.read(where).num_rows == index.scan(where).num_rows == 1, where
+    assert index.read("d IS NULL").num_rows == 4  # the wide decimals were hashed at build
+    with pytest.raises(LakeseekError, match=r"fingerprint_bits must be 16, 24 or 32, not 16\.0"):
+        lakeseek.create_index(root, ["u"], kind="cuckoo", name="other", engine="local", fingerprint_bits=16.0)

@@ -36,6 +36,7 @@ from lakeseek.format.values import KeyValue, key_type_for
 from lakeseek.io import counting
 from lakeseek.kinds.base import ROW_FILE, KindReader
 from lakeseek.lake.files import reading_data_files
+from lakeseek.lake.rows import concat_rows
 from lakeseek.lake.schemas import current_partition_types, merge_schemas, spark_schema_json, with_partition_types
 from lakeseek.lake.state import Changes, LakeState, compare
 from lakeseek.locate import FILE, exact_keys, locate_keys, scan_keys
@@ -254,7 +255,8 @@ class Index:
         unindexed = sorted(state.unindexed)
         if unindexed:
             extra = self.read_files(unindexed, predicate, selected, None, state)
-            found = pa.concat_tables([found, extra.cast(found.schema)])
+            # (A table of no column, a count, keeps its rows only uncast.)
+            found = concat_rows([found, extra.cast(found.schema) if found.num_columns else extra])
         plan = Plan(
             files=unindexed,
             total_files=len(state.files),

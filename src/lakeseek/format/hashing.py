@@ -46,7 +46,8 @@ def hash64(keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
         hashed = _hash_bytes(keys)
     else:
         as_int = keys.cast(pa.int32()) if pa.types.is_date32(key_type) else keys
-        as_int = as_int.cast(pa.int64()) if not pa.types.is_int64(as_int.type) else as_int
+        if not (pa.types.is_int64(as_int.type) or pa.types.is_uint64(as_int.type)):
+            as_int = as_int.cast(pa.int64())  # a uint64 is hashed by its bits: those of an int64 of its value
         hashed = mix64(as_int.fill_null(0).to_numpy(zero_copy_only=False).view(np.uint64) + _GOLDEN)
     if keys.null_count:
         hashed[np.asarray(keys.is_null())] = _NULL_HASH
@@ -66,10 +67,13 @@ def _is_text_or_bytes(key_type: pa.DataType) -> bool:
 
 
 def _decimal_words(keys: pa.Array) -> np.ndarray:
-    """A decimal128 array's values as two little-endian 64-bit words each (rows x 2)."""
-    keys = keys.cast(pa.decimal128(keys.type.precision, keys.type.scale)) if keys.type.bit_width != 128 else keys
-    raw = np.frombuffer(keys.buffers()[1], dtype=np.uint64, count=2 * (keys.offset + len(keys)))
-    return raw.reshape(-1, 2)[keys.offset :]
+    """A decimal array's values as little-endian 64-bit words each (rows x 2; a decimal of more
+    than 38 digits, rows x 4)."""
+    if keys.type.bit_width != 128 and keys.type.precision <= 38:
+        keys = keys.cast(pa.decimal128(keys.type.precision, keys.type.scale))
+    words = keys.type.bit_width // 64
+    raw = np.frombuffer(keys.buffers()[1], dtype=np.uint64, count=words * (keys.offset + len(keys)))
+    return raw.reshape(-1, words)[keys.offset :]
 
 
 def _hash_words(words: np.ndarray) -> np.ndarray:

@@ -56,6 +56,12 @@ class IndexContent(Protocol):
         """Bytes of the index files this part names."""
         ...
 
+    @property
+    def stored_columns(self) -> tuple[str, ...]:
+        """The lake columns whose values the index files hold (a type change in new files
+        makes a refresh rebuild the index): the indexed ones, and any the kind carries."""
+        ...
+
     def referenced_paths(self) -> set[str]:
         """Files of the index directory this part names, relative to it."""
         ...

@@ -40,6 +40,10 @@ class SegmentedIndex:
     def size(self) -> int:
         return sum(s.size for s in self.segments)
 
+    @property
+    def stored_columns(self) -> tuple[str, ...]:
+        return self.columns
+
     def segments_of(self, column: str) -> list[Any]:
         return [s for s in self.segments if column in s.columns]
 

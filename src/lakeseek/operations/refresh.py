@@ -123,9 +123,9 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
         actions.append(RecordFiles(part if mode == "quick" else None, next_id))
     if mode == "incremental" and part is not None:
         schema, spark_schema = schema_now(location, base, files, state.unindexed, runner)
-        retyped = [c for c in base.columns if not same_type(base.schema, schema, c)]
+        retyped = [c for c in base.content.stored_columns if not same_type(base.schema, schema, c)]
         if retyped:
-            # Keys of the old type cannot take the new values: every file is indexed again.
+            # Index files of the old type cannot take the new values: every file is indexed again.
             logger.info("column(s) %s changed type in new files: the index is rebuilt", ", ".join(retyped))
             return _rebuild(op, base, snapshot, runner)
         job = op.job(schema, base.partition_columns, runner)

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lakeseek.exceptions import LakeseekError, UnsupportedColumnError
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import keys_of
 from lakeseek.io import Stamp, Storage
@@ -28,13 +29,20 @@ from lakeseek.lake.files import reading_data_files
 
 # Rows of an index file are the carried lake columns, the key (the key column as an index key)
 # and the data file they came from.
-ROW_KEY = "__lakeseek_key"
+INTERNAL_PREFIX = "__lakeseek_"
+ROW_KEY = f"{INTERNAL_PREFIX}key"
 
 
 def build_segments(
     job: Job, columns: list[IndexedColumn], carried: list[str], chunk_rows: int, files: Lineage
 ) -> list[RowSegment]:
     """One segment per indexed column of ``columns`` over ``files``, carrying ``carried``."""
+    internal = [name for name in carried if name.startswith(INTERNAL_PREFIX)]
+    if internal:
+        raise UnsupportedColumnError(
+            f"column '{internal[0]}' cannot be carried by a covering index: names starting with "
+            f"'{INTERNAL_PREFIX}' are its own"
+        )
     storage = job.storage
     scratch = f"{job.files.index_dir}/{job.files.scratch_dir}"
     spec = _RowSpec(LakeScan.of(job, columns), tuple(carried))
@@ -70,7 +78,13 @@ def merge_segments(
             table = pq.read_table(io.BytesIO(storage.read(path)), columns=[*carried, ROW_KEY, ROW_FILE])
             gone = pa.array(sorted(removed), pa.int32())
             tables.append(table.filter(pc.invert(pc.is_in(table.column(ROW_FILE), value_set=gone))))
-    rows = pa.concat_tables(tables)
+    try:  # segments written before a carried column widened hold the narrower type
+        rows = pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+        raise LakeseekError(
+            f"the covering index's segments of '{first.column}' hold a column in types no common type holds "
+            f"({error}): run `lakeseek refresh --mode full`"
+        ) from error
     if not rows.num_rows:
         return None
     return write_segment(storage, files, first.column, carried, rows, chunk_rows)

@@ -137,6 +137,10 @@ class CoveringIndex(SegmentedIndex):
     segments: tuple[RowSegment, ...]
     include: tuple[str, ...] = ()  # the included columns as the lake names them
 
+    @property
+    def stored_columns(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.columns, *self.include]))
+
     def column_statuses(self) -> list[ColumnStatus]:
         statuses = []
         for column, key_type in self.key_types.items():

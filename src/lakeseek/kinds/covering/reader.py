@@ -110,7 +110,10 @@ class CoveringReader(KindReader):
             return None
         tables = [self._read(row_file, chosen, columns, test) for _, row_file, chosen in groups if chosen]
         if tables:
-            return pa.concat_tables(tables).select([*columns, ROW_FILE])
+            try:  # segments written before a carried column widened hold the narrower type
+                return pa.concat_tables(tables, promote_options="permissive").select([*columns, ROW_FILE])
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                return None  # types no common one holds: the lake is read
         fields = [self.schema.field(column) for column in columns]
         return pa.schema([*fields, pa.field(ROW_FILE, pa.int32())]).empty_table()
 
@@ -120,7 +123,9 @@ class CoveringReader(KindReader):
         path = f"{self.index_dir}/{row_file.path}"
         footer = self._footer(row_file)
         wanted = [*columns, ROW_KEY, ROW_FILE]
-        positions = [footer.schema.names.index(name) for name in wanted]
+        # A nested column is several leaf chunks, named "column.field...".
+        leaves = [footer.schema.column(i).path.split(".")[0] for i in range(footer.num_columns)]
+        positions = [i for i, leaf in enumerate(leaves) if leaf in wanted]
         ranges = {}
         for group in groups:
             chunks = [footer.row_group(group).column(position) for position in positions]

@@ -39,7 +39,8 @@ class CuckooKind(IndexKind):
     def configure(self, options: Mapping[str, Any]) -> CuckooConfig:
         check_options(self.name, options, ("fingerprint_bits", "slots"))
         config = CuckooConfig(**options)
-        if config.fingerprint_bits not in FINGERPRINT_BITS or isinstance(config.fingerprint_bits, bool):
+        bits = config.fingerprint_bits
+        if not isinstance(bits, int) or isinstance(bits, bool) or bits not in FINGERPRINT_BITS:
             raise LakeseekError(f"fingerprint_bits must be 16, 24 or 32, not {config.fingerprint_bits!r}")
         check_whole_number("slots", config.slots, 1, MAX_SLOTS)
         return config

@@ -122,6 +122,10 @@ class SortedIndex:
         return tuple(self.indexes)
 
     @property
+    def stored_columns(self) -> tuple[str, ...]:
+        return self.columns
+
+    @property
     def size(self) -> int:
         filters = self.increment_filters.size if self.increment_filters else 0
         return sum(c.size for c in self.indexes.values()) + filters
