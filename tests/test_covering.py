@@ -76,6 +76,10 @@ def test_covered_reads_open_no_data_file_and_stay_exact_as_the_lake_changes(tmp_
         plan, opened = _same(index, where, ["id", "amount"])
         assert plan.from_index and plan.files == [] and opened == 0, where
     assert _same(index, "id = 4321", [])[0].from_index  # a count
+    assert any("answered from its rows" in note for note in index.explain("id = 4321").notes)
+    assert not any("answered from its rows" in note for note in index.explain("amount > 3").notes)
+    both = lakeseek.open_indexes(root).explain("user = 'u7'")
+    assert any("index 'default'" in note and "answered from its rows" in note for note in both.notes)
     assert not _same(index, "id = 4321", ["note"])[0].from_index  # a column the index lacks
     assert not _same(index, "id = 4321 OR amount > 1400", ["id"])[0].from_index  # no lookup covers the OR
 

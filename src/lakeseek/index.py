@@ -286,10 +286,29 @@ class Index:
             chosen = self._plan(predicate, state)
         sizes = {path: state.files[path].size for path in chosen.files}
         result = explanation(where, self.name, self.version, chosen, sizes, io.reads, io.bytes_read)
+        covered = self.covered_note(predicate, state)
+        if covered:
+            result = dataclasses.replace(result, notes=(*result.notes, covered))
         if not analyze:
             return result
         rows = self.read_files(chosen.files, predicate, None, chosen.row_groups, state).num_rows
         return dataclasses.replace(result, rows=rows, seconds=time.perf_counter() - started)
+
+    def covered_note(self, predicate: Predicate, state: LakeState) -> str | None:
+        """What explain says when the index would answer a read of this predicate from its own
+        rows (a covering kind looking up one of its conditions), without reading them."""
+        if self.root.state == DELETED or not self.kind_reader.carries_rows:
+            return None
+        try:
+            lookup = Planner(self.kind_reader, self.root, state, set(self.root.columns)).covering(predicate)
+        except IndexCorruptError:
+            return None
+        if lookup is None:
+            return None
+        return (
+            f"a read of columns the index carries is answered from its rows (looked up by '{lookup.column}'): "
+            f"only the {len(state.unindexed):,} files it does not cover are opened"
+        )
 
     def locate(self, keys: Iterable[KeyValue] | pa.Array, column: str | None = None) -> pa.Table:
         """Every ``(key, file)`` pair where ``file`` holds a row whose ``column`` is ``key``.

@@ -141,7 +141,9 @@ class IndexSet:
         state = best.state
         sizes = {path: state.files[path].size for path in plan.files}
         result = explanation(where, best.index.name, best.index.version, plan, sizes, reads, nbytes)
-        result = dataclasses.replace(result, alternatives=tuple(alternatives))
+        covered = [(each.index.name, each.index.covered_note(each.predicate, each.state)) for each in weighed]
+        notes = (*result.notes, *(f"index '{name}': {note}" for name, note in covered if note))
+        result = dataclasses.replace(result, alternatives=tuple(alternatives), notes=notes)
         if not analyze:
             return result
         rows = best.index.read_files(plan.files, best.predicate, None, plan.row_groups, state).num_rows
