@@ -24,7 +24,7 @@ from lakeseek.format.values import keys_of
 from lakeseek.io import Stamp, Storage
 from lakeseek.kinds.base import ROW_FILE, Job, OperationFiles
 from lakeseek.kinds.covering.content import ROWS_PER_FILE, RowFile, RowSegment
-from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups
+from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups, read_spill, scratch_cleared, write_spill
 from lakeseek.lake.files import reading_data_files
 
 # Rows of an index file are the carried lake columns, the key (the key column as an index key)
@@ -44,15 +44,11 @@ def build_segments(
             f"'{INTERNAL_PREFIX}' are its own"
         )
     storage = job.storage
-    scratch = f"{job.files.index_dir}/{job.files.scratch_dir}"
     spec = _RowSpec(LakeScan.of(job, columns), tuple(carried))
-    try:
+    with scratch_cleared(job):
         groups = file_groups(files, job.runner.parallelism) if len(files) else []
         spills = job.runner.run("reading the lake's rows", [(spec, group) for group in groups], _rows_task)
-        tables = [pa.ipc.open_file(pa.py_buffer(storage.read(spill["path"]))).read_all() for spill in spills]
-    finally:
-        if storage.is_dir(scratch):
-            storage.delete_dir(scratch)
+        tables = [read_spill(storage, spill["path"]) for spill in spills]
     if not tables:
         return []
     rows = pa.concat_tables(tables)
@@ -136,8 +132,5 @@ def _rows_task(spec: _RowSpec, files: list[tuple[int, str, Stamp]]) -> list[dict
     table = pa.concat_tables(tables) if tables else None
     if table is None:
         return []
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    storage.write(path, sink.getvalue().to_pybytes())
+    write_spill(storage, path, table)
     return [{"path": path}]

@@ -24,7 +24,7 @@ from lakeseek.io import Stamp, Storage
 from lakeseek.kinds.base import FILE_ID, KEY, Job, OperationFiles
 from lakeseek.kinds.cuckoo.content import CuckooConfig, FilterSegment
 from lakeseek.kinds.cuckoo.filters import bucket_count, build_filter, encode_buckets, read_all_buckets
-from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups
+from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups, read_spill, scratch_cleared, write_spill
 from lakeseek.lake.files import reading_data_files
 
 SLOTS = "slots"
@@ -62,9 +62,8 @@ def build_segments(
     """One segment per column of ``columns`` over ``files``; ``buckets``: a column's bucket
     count, None to choose it from the files."""
     storage = job.storage
-    scratch = f"{job.files.index_dir}/{job.files.scratch_dir}"
     scan = LakeScan.of(job, columns)
-    try:
+    with scratch_cleared(job):
         groups = file_groups(files, job.runner.parallelism) if len(files) else []
         spills = job.runner.run("hashing the lake's keys", [(scan, group) for group in groups], _hash_task)
         chosen = {}
@@ -74,9 +73,6 @@ def build_segments(
         spec = _FilterSpec(scan.index, tuple(chosen[c.name] for c in columns), config.fingerprint_bits)
         built = job.runner.run("building cuckoo filters", [(spec, spill["path"]) for spill in spills], _filter_task)
         parts = [_read_spill(storage, found["path"], spec.buckets) for found in built]
-    finally:
-        if storage.is_dir(scratch):
-            storage.delete_dir(scratch)
     segments = []
     for number, column in enumerate(columns):
         smallest = smallest_hashes([np.array(spill["smallest"][number], np.uint64) for spill in spills])
@@ -242,7 +238,7 @@ class _FilterSpec:
 def _filter_task(spec: _FilterSpec, spill: str) -> list[dict]:
     """The filters of the files of one spill, spilled as fingerprints per column."""
     storage, _ = spec.index.open()
-    table = _read_table(storage, spill)
+    table = read_spill(storage, spill)
     ids = table.column(FILE_ID).to_numpy()
     out = {FILE_ID: table.column(FILE_ID)}
     for number, buckets in enumerate(spec.buckets):
@@ -263,7 +259,7 @@ def _filter_task(spec: _FilterSpec, spill: str) -> list[dict]:
 
 def _read_spill(storage: Storage, path: str, buckets: tuple[int, ...]) -> list[Filters]:
     """A filter task's spill: per column, its files' filters."""
-    table = _read_table(storage, path)
+    table = read_spill(storage, path)
     ids = table.column(FILE_ID).to_numpy()
     found = []
     for number, count in enumerate(buckets):
@@ -277,12 +273,5 @@ def _read_spill(storage: Storage, path: str, buckets: tuple[int, ...]) -> list[F
 
 def _spill(storage: Storage, scratch: str, table: pa.Table) -> str:
     path = f"{scratch}/cuckoo-{uuid.uuid4().hex}.arrow"
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    storage.write(path, sink.getvalue().to_pybytes())
+    write_spill(storage, path, table)
     return path
-
-
-def _read_table(storage: Storage, path: str) -> pa.Table:
-    return pa.ipc.open_file(pa.py_buffer(storage.read(path))).read_all()

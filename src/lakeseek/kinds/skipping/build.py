@@ -19,7 +19,7 @@ from lakeseek.format.hashing import distinct_estimate, smallest_hashes
 from lakeseek.format.lineage import Lineage
 from lakeseek.io import Stamp, Storage
 from lakeseek.kinds.base import FILE_ID, KEY, Job
-from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups
+from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups, read_spill, scratch_cleared, write_spill
 from lakeseek.kinds.skipping.content import SketchSegment, SkippingConfig
 from lakeseek.kinds.skipping.sketches import (
     BOUNDS,
@@ -44,15 +44,11 @@ def segment_path(data_dir: str) -> str:
 def build_segment(job: Job, config: SkippingConfig, columns: list[IndexedColumn], files: Lineage) -> SketchSegment:
     """A segment sketching ``columns`` of ``files``."""
     storage = job.storage
-    scratch = f"{job.files.index_dir}/{job.files.scratch_dir}"
     spec = _SketchSpec(LakeScan.of(job, columns), config)
-    try:
+    with scratch_cleared(job):
         groups = file_groups(files, job.runner.parallelism) if len(files) else []
         spills = job.runner.run("sketching the lake", [(spec, group) for group in groups], _sketch_task)
-        tables = [pa.ipc.open_file(pa.py_buffer(storage.read(spill["path"]))).read_all() for spill in spills]
-    finally:
-        if storage.is_dir(scratch):
-            storage.delete_dir(scratch)
+        tables = [read_spill(storage, spill["path"]) for spill in spills]
     key_types = [column.key_type for column in columns]
     table = pa.concat_tables(tables) if tables else sketch_schema(key_types).empty_table()
     table = table.sort_by(FILE_ID)
@@ -151,8 +147,5 @@ def _sketch_task(spec: _SketchSpec, files: list[tuple[int, str, Stamp]]) -> list
         rows.append(row)
     table = rows_table(file_ids, rows, [column.key_type for column in columns])
     path = f"{scratch}/sketches-{uuid.uuid4().hex}.arrow"
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    storage.write(path, sink.getvalue().to_pybytes())
+    write_spill(storage, path, table)
     return [{"path": path, "smallest": [smallest_hashes(h).tolist() for h in hashes]}]

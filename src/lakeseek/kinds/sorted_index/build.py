@@ -32,7 +32,15 @@ from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import sort_key
 from lakeseek.io import Address, Stamp
 from lakeseek.kinds.base import Job
-from lakeseek.kinds.file_keys import FileKeyReader, IndexedColumn, LakeScan, file_groups
+from lakeseek.kinds.file_keys import (
+    FileKeyReader,
+    IndexedColumn,
+    LakeScan,
+    file_groups,
+    read_spill,
+    scratch_cleared,
+    write_spill,
+)
 from lakeseek.kinds.sorted_index.content import IndexConfig, Segment
 from lakeseek.kinds.sorted_index.index_file import (
     FILE_ID,
@@ -63,13 +71,8 @@ class IndexJob:
     config: IndexConfig
 
     def run(self, columns: list[IndexedColumn], files: Lineage, *, bloom: bool) -> dict[str, Segment]:
-        storage = self.job.storage
-        scratch = f"{self.job.files.index_dir}/{self.job.files.scratch_dir}"
-        try:
+        with scratch_cleared(self.job):
             return self._run(columns, files, bloom)
-        finally:
-            if storage.is_dir(scratch):
-                storage.delete_dir(scratch)
 
     def _run(self, columns: list[IndexedColumn], files: Lineage, bloom: bool) -> dict[str, Segment]:
         if not len(files):
@@ -174,10 +177,7 @@ def _scan_task(spec: _ScanSpec, files: list[tuple[int, str, Stamp]]) -> list[dic
         for number in pc.unique(ranges).to_pylist():
             part = entries.filter(pc.equal(ranges, number))
             path = f"{scratch}/c{column.position}-r{number}-{task}.arrow"
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_file(sink, part.schema) as writer:
-                writer.write_table(part)
-            storage.write(path, sink.getvalue().to_pybytes())
+            write_spill(storage, path, part)
             spills.append({"column": column.position, "range": number, "path": path})
     return spills
 
@@ -202,7 +202,7 @@ class _WriteSpec:
 
 def _write_task(spec: _WriteSpec, spill_paths: list[str]) -> list[dict]:
     storage, index_dir = spec.index.open()
-    tables = [pa.ipc.open_file(pa.py_buffer(storage.read(path))).read_all() for path in spill_paths]
+    tables = [read_spill(storage, path) for path in spill_paths]
     entries = pa.concat_tables(tables)
     order = pc.sort_indices(entries, sort_keys=entry_order(ROW_GROUP in entries.column_names))
     result = write_index_file(
