@@ -332,6 +332,71 @@ def test_fixed_size_binary_literals_of_any_length_compare(spark, fixed_size_lake
     assert found.column("key").to_pylist() == [b"abcd"]
 
 
+@pytest.fixture(scope="module")
+def statistics_lake(tmp_path_factory, spark):
+    """Files whose row-group statistics pyarrow cannot simplify a filter with: a zoned timestamp
+    in another unit and zone than the lake's, and uint64 values beyond 2^53 (Spark reads them
+    as decimal(20, 0))."""
+    root = str(tmp_path_factory.mktemp("statistics") / "lake")
+    _write(
+        f"{root}/a.parquet",
+        pa.table(
+            {
+                "id": [1, 2, 3],
+                "t": pa.array([0, 1000, None], pa.timestamp("us", tz="UTC")),
+                "u": pa.array([2**64 - 1, 5, None], pa.uint64()),
+            }
+        ),
+    )
+    _write(
+        f"{root}/b.parquet",
+        pa.table(
+            {
+                "id": [4, 5, 6],
+                "t": pa.array([0, 1, 5], pa.timestamp("ms", tz="America/New_York")),
+                "u": pa.array([2**63, 2**53 + 1, 0], pa.uint64()),
+            }
+        ),
+    )
+    lakeseek.create_index(root, ["t", "u"], kind="skipping", engine="local")
+    return root
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "t = TIMESTAMP '1970-01-01 00:00:00.001'",
+        "t > '1970-01-01 00:00:00'",
+        "t IN ('1970-01-01 00:00:00.000001+00:00', '1970-01-01 00:00:00.005+00:00')",
+        "t <= '1969-12-31 19:00:00.001-05:00' OR u = 5",
+        "u = 1.8446744073709552e19",
+        "u > 9.0e15",
+        "u < 2.0 OR u >= 9223372036854775808",
+        "u IN (5, 9007199254740993.0)",
+    ],
+)
+def test_filters_over_statistics_pyarrow_cannot_compare(spark, statistics_lake, where):
+    expected = sorted(row.id for row in spark.read.parquet(statistics_lake).where(where).select("id").collect())
+    index = lakeseek.open_index(statistics_lake)
+    assert sorted(index.read(where, ["id"]).column("id").to_pylist()) == expected
+    assert sorted(index.scan(where, ["id"]).column("id").to_pylist()) == expected
+    assert lakeseek.spark.register(spark)
+    frame = spark.read.format("lakeseek_python").load(statistics_lake).where(where).select("id")
+    assert sorted(row.id for row in frame.collect()) == expected
+
+
+def test_integer_literal_against_a_decimal_beyond_spark_s_precision(tmp_path):
+    """Spark reads no decimal of more than 38 digits, so here the rows are named by hand."""
+    root = str(tmp_path / "lake")
+    values = [Decimal("12.00"), Decimal("12.50"), Decimal("1E+37"), None]
+    _write(f"{root}/part-0.parquet", pa.table({"id": [1, 2, 3, 4], "d": pa.array(values, pa.decimal256(40, 2))}))
+    lakeseek.create_index(root, ["d"], kind="skipping", engine="local")
+    index = lakeseek.open_index(root)
+    assert index.read("d = 12", ["id"]).column("id").to_pylist() == [1]
+    assert sorted(index.read("d > 12", ["id"]).column("id").to_pylist()) == [2, 3]
+    assert index.read("d IN (12, 13)", ["id"]).column("id").to_pylist() == [1]
+
+
 # -- 5. format "lakeseek" when Parquet runs on DataSource V2 --------------------------------------
 def test_jvm_source_works_when_parquet_is_on_datasource_v2(spark, partition_lake):
     assert lakeseek.spark.register(spark)

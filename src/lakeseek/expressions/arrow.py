@@ -2,11 +2,21 @@
 
 Floating-point comparisons follow Spark, not IEEE: NaN equals NaN and is above every
 other number (so ``x > 1`` keeps NaN rows), which makes ``read`` agree with Spark SQL.
+
+A Parquet dataset simplifies a filter with each row group's statistics, in the file's own
+column type, before it reads a row. Two of those simplifications fail in pyarrow, so the
+expressions here avoid them: a ``uint64`` column compared in floating point goes through
+``decimal(20, 0)`` (the direct cast refuses statistics beyond 2^53; both casts round
+correctly), and when a file holds a zoned timestamp column in another unit *and* zone than
+the lake's, the statistics have no comparison kernel: such a read is made again with the
+timestamp columns wrapped in a cast, which the statistics cannot simplify (it costs that
+read its row-group pruning, only then).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,30 +38,35 @@ _OPERATORS = {
 }
 
 
-def to_arrow(predicate: Predicate, schema: pa.Schema) -> pc.Expression:
-    """A pyarrow expression keeping exactly the rows for which ``predicate`` is TRUE."""
+def to_arrow(predicate: Predicate, schema: pa.Schema, *, guarded: bool = False) -> pc.Expression:
+    """A pyarrow expression keeping exactly the rows for which ``predicate`` is TRUE.
+
+    ``guarded``: timestamp columns compared through a cast that row-group statistics cannot
+    simplify (see the module's note)."""
     if isinstance(predicate, Constant):
         return _UNKNOWN if predicate.value is None else pc.scalar(predicate.value)
     if isinstance(predicate, And):
-        return to_arrow(predicate.left, schema) & to_arrow(predicate.right, schema)
+        return to_arrow(predicate.left, schema, guarded=guarded) & to_arrow(predicate.right, schema, guarded=guarded)
     if isinstance(predicate, Or):
-        return to_arrow(predicate.left, schema) | to_arrow(predicate.right, schema)
+        return to_arrow(predicate.left, schema, guarded=guarded) | to_arrow(predicate.right, schema, guarded=guarded)
     if isinstance(predicate, Not):
-        return ~to_arrow(predicate.operand, schema)
+        return ~to_arrow(predicate.operand, schema, guarded=guarded)
     if isinstance(predicate, ColumnComparison):
         return _column_comparison(predicate, schema)
     field = pc.field(predicate.column)
+    column_type = value_type(schema.field(predicate.column).type)
+    if guarded and pa.types.is_timestamp(column_type):
+        field = field.cast(column_type)
     if isinstance(predicate, IsNull):
         return field.is_null()
     if isinstance(predicate, Like):
         declared = schema.field(predicate.column).type  # a dictionary column has no regex kernel: decode it
         return like(field.cast(declared.value_type) if pa.types.is_dictionary(declared) else field, predicate.pattern)
-    column_type = value_type(schema.field(predicate.column).type)
     if isinstance(predicate, Comparison):
         # The comparison's type (see lakeseek.expressions.types): the column is cast up to it.
         compared = predicate.literal.type or column_type
         if compared != column_type:
-            field = field.cast(compared, safe=False)  # to floating point: rounds as Spark's cast does
+            field = _cast(field, column_type, compared)  # to floating point: rounds as Spark's cast does
         if pa.types.is_floating(compared):
             return _float_comparison(predicate.op, field, predicate.literal.value, compared)
         return _OPERATORS[predicate.op](field, arrow_scalar(predicate.literal.value, compared))
@@ -76,7 +91,12 @@ MAX_ARROW_COMPARISONS = 1_000
 def read_matching(dataset: ds.Dataset, columns: list[str] | None, predicate: Predicate, schema: pa.Schema) -> pa.Table:
     """The rows of ``dataset`` for which ``predicate`` is TRUE (``columns`` of them; None: all)."""
     if _comparisons(predicate) <= MAX_ARROW_COMPARISONS:
-        return dataset.to_table(columns=columns, filter=to_arrow(predicate, schema))
+        try:
+            return dataset.to_table(columns=columns, filter=to_arrow(predicate, schema))
+        except pa.ArrowNotImplementedError:
+            if not _compares_timestamps(predicate, schema):
+                raise
+            return dataset.to_table(columns=columns, filter=to_arrow(predicate, schema, guarded=True))
     wanted = columns if columns is not None else dataset.schema.names
     needed = list(dict.fromkeys([*wanted, *sorted(predicate.columns())]))
     table = dataset.to_table(columns=needed)
@@ -94,6 +114,37 @@ def _mask(table: pa.Table, predicate: Predicate, schema: pa.Schema) -> pa.Chunke
     return pc.invert(_mask(table, predicate.operand, schema))
 
 
+def matching_batches(
+    dataset: ds.Dataset, columns: list[str], predicate: Predicate | None, schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    """The batches of one file's ``dataset`` that ``predicate`` keeps, streamed (the retry of
+    :func:`read_matching` holds because statistics fail a file before its first batch)."""
+    if predicate is None:
+        yield from dataset.to_batches(columns=columns)
+        return
+    batches = dataset.to_batches(columns=columns, filter=to_arrow(predicate, schema))
+    try:
+        first = next(batches, None)
+    except pa.ArrowNotImplementedError:
+        if not _compares_timestamps(predicate, schema):
+            raise
+        batches = dataset.to_batches(columns=columns, filter=to_arrow(predicate, schema, guarded=True))
+        first = next(batches, None)
+    if first is not None:
+        yield first
+        yield from batches
+
+
+def _compares_timestamps(predicate: Predicate, schema: pa.Schema) -> bool:
+    return any(pa.types.is_timestamp(value_type(schema.field(column).type)) for column in predicate.columns())
+
+
+def _cast(field: pc.Expression, column_type: pa.DataType, compared: pa.DataType) -> pc.Expression:
+    if pa.types.is_uint64(column_type) and pa.types.is_floating(compared):
+        field = field.cast(pa.decimal128(20, 0))
+    return field.cast(compared, safe=False)
+
+
 def _comparisons(predicate: Predicate) -> int:
     if isinstance(predicate, And | Or):
         return _comparisons(predicate.left) + _comparisons(predicate.right)
@@ -108,9 +159,9 @@ def _column_comparison(predicate: ColumnComparison, schema: pa.Schema) -> pc.Exp
     compared = common_type(left_type, right_type)
     left, right = pc.field(predicate.left), pc.field(predicate.right)
     if compared != left_type:
-        left = left.cast(compared, safe=False)
+        left = _cast(left, left_type, compared)
     if compared != right_type:
-        right = right.cast(compared, safe=False)
+        right = _cast(right, right_type, compared)
     return _OPERATORS[predicate.op](left, right)
 
 

@@ -95,7 +95,7 @@ def compare(op: str, field: pa.Field, literal: Literal, *, within: pa.DataType |
         return Comparison(op, field.name, Literal("value", value, common))
     if pa.types.is_decimal(common) and _overflows(column_type, literal_type):
         # Spark casts the literal to the column's decimal type when no decimal holds both.
-        value = value.quantize(Decimal(1).scaleb(-column_type.scale), rounding=ROUND_HALF_UP, context=_EXACT)
+        value = Decimal(value).quantize(Decimal(1).scaleb(-column_type.scale), rounding=ROUND_HALF_UP, context=_EXACT)
     try:
         rounded = round_exact(op, value, exact)
     except (OverflowError, ValueError, pa.ArrowException):

@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions import Constant, Predicate
-from lakeseek.expressions.arrow import to_arrow
+from lakeseek.expressions.arrow import matching_batches
 from lakeseek.index import Index
 from lakeseek.io import Stamp
 from lakeseek.lake.files import reading_data_files
@@ -165,20 +165,23 @@ def read_partition(spec: ScanSpec, partition: LakeseekPartition, schema: StructT
     Runs on an executor: no index is opened, only the data files.
     """
     source = spec.lake.open()
-    dataset = source.dataset(
-        list(partition.files),
-        spec.dataset_schema,
-        spec.partition_columns,
-        partition.row_groups or None,
-        time_zone=session_time_zone() or spec.time_zone,  # partition timestamps, as Spark reads them
-        stamps=partition.stamps,
-    )
-    arrow_filter = None if spec.predicate is None else to_arrow(spec.predicate, spec.dataset_schema)
+    time_zone = session_time_zone() or spec.time_zone  # partition timestamps, as Spark reads them
     target = output_schema(schema)
     with reading_data_files(source, partition.files):  # a damaged or vanished file, named
-        for batch in dataset.to_batches(columns=list(spec.columns), filter=arrow_filter):
-            if batch.num_rows:
-                yield batch if batch.schema.equals(target) else batch.cast(target)
+        # File by file: a file whose statistics the filter cannot use is read again guarded
+        # before any of its rows are out (see lakeseek.expressions.arrow).
+        for path in partition.files:
+            dataset = source.dataset(
+                [path],
+                spec.dataset_schema,
+                spec.partition_columns,
+                {path: partition.row_groups[path]} if path in partition.row_groups else None,
+                time_zone=time_zone,
+                stamps={path: partition.stamps[path]} if path in partition.stamps else None,
+            )
+            for batch in matching_batches(dataset, list(spec.columns), spec.predicate, spec.dataset_schema):
+                if batch.num_rows:
+                    yield batch if batch.schema.equals(target) else batch.cast(target)
 
 
 def session_time_zone() -> str | None:

@@ -131,6 +131,8 @@ def values_in_files(table: pa.Table, number: int) -> float:
 
 
 def _numbers(keys: pa.ChunkedArray) -> np.ndarray:
+    if pa.types.is_uint64(keys.type):
+        return keys.to_numpy().astype(np.float64)  # beyond int64's range too
     if pa.types.is_integer(keys.type) or is_temporal_key(keys.type):
         storage = pa.int32() if pa.types.is_date32(keys.type) else pa.int64()
         return keys.cast(storage).to_numpy().astype(np.float64)
