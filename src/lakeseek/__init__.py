@@ -47,7 +47,9 @@ from lakeseek.operations import (
     vacuum_index,
 )
 from lakeseek.planning import Explanation, Fallback, Plan
+from lakeseek.planning.what_if import IndexSpec, WhatIf
 from lakeseek.sources import open_lake, register_source
+from lakeseek.what_if import WhatIfReport, imagine_indexes
 
 __version__ = "0.2.0"
 
@@ -64,6 +66,7 @@ __all__ = [
     "IndexFormatError",
     "IndexNotFoundError",
     "IndexSet",
+    "IndexSpec",
     "IndexStatus",
     "LakeNotFoundError",
     "LakeseekError",
@@ -82,10 +85,13 @@ __all__ = [
     "UnsupportedPredicateError",
     "UnsupportedStorageError",
     "VacuumResult",
+    "WhatIf",
+    "WhatIfReport",
     "__version__",
     "cancel_operations",
     "create_index",
     "delete_index",
+    "imagine_indexes",
     "list_indexes",
     "open_index",
     "open_indexes",

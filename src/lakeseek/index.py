@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 import pyarrow as pa
@@ -39,9 +39,11 @@ from lakeseek.lake.files import reading_data_files
 from lakeseek.lake.rows import concat_rows
 from lakeseek.lake.schemas import current_partition_types, merge_schemas, spark_schema_json, with_partition_types
 from lakeseek.lake.state import Changes, LakeState, compare
+from lakeseek.lake.statistics import file_statistics
 from lakeseek.locate import FILE, exact_keys, locate_keys, scan_keys
 from lakeseek.location import DEFAULT_NAME, LakeLike, Location, as_indexed, index_names, locate
 from lakeseek.planning import Explanation, Fallback, Plan, Planner, Prepared, explanation, full_scan
+from lakeseek.planning.what_if import IndexSpec, WhatIf, specs_of, stored_columns, what_if
 from lakeseek.sources.base import Snapshot
 from lakeseek.status import IndexStatus, index_status
 
@@ -242,7 +244,7 @@ class Index:
         try:
             if not all(self.serves(column, state) for column in needed):
                 return None  # a column typed otherwise since indexing (or not recorded at all)
-            lookup = Planner(self.kind_reader, self.root, state, set(self.root.columns)).covering(predicate)
+            lookup = self._planner(state).covering(predicate)
             rows = None if lookup is None else lookup.rows(needed)
         except IndexCorruptError:
             return None  # the plan then reads the lake and says why
@@ -274,12 +276,14 @@ class Index:
         predicate = self.bind(where, state)
         return self.read_files(list(state.files), predicate, columns, None, state)
 
-    def explain(self, where: str, *, analyze: bool = False) -> Explanation:
+    def explain(self, where: str, *, analyze: bool = False, what_if: Sequence[str | IndexSpec] = ()) -> Explanation:
         """How a query with this predicate uses the index: columns used, candidate files (and
         row groups) against the total, index reads and bytes, estimated against actual cost,
         and why the index (or part of the predicate) was not used. ``analyze`` also runs the
-        read and reports rows and time."""
+        read and reports rows and time. ``what_if``: indexes not built, as ``KIND:COLUMNS``
+        (see :mod:`lakeseek.planning.what_if`), each with the plan it would give."""
         started = time.perf_counter()
+        specs = specs_of(what_if)
         with counting() as io:
             state = self.lake_state()
             predicate = self.bind(where, state)
@@ -289,10 +293,21 @@ class Index:
         covered = self.covered_note(predicate, state)
         if covered:
             result = dataclasses.replace(result, notes=(*result.notes, covered))
+        if specs:
+            result = dataclasses.replace(result, what_if=self.imagine(specs, predicate, state))
         if not analyze:
             return result
         rows = self.read_files(chosen.files, predicate, None, chosen.row_groups, state).num_rows
         return dataclasses.replace(result, rows=rows, seconds=time.perf_counter() - started)
+
+    def imagine(self, specs: Sequence[IndexSpec], predicate: Predicate, state: LakeState) -> tuple[WhatIf, ...]:
+        """How a bound ``predicate`` would run over the lake as ``state`` lists it with each of
+        the indexes ``specs``, estimated from the data files' statistics."""
+        schema = self.schema_of(state)
+        partition_columns = self.root.partition_columns
+        columns = stored_columns(specs, schema)
+        statistics = file_statistics(self.lake, state.files, schema, columns, partition_columns)
+        return tuple(what_if(specs, predicate, schema, statistics, partition_columns))
 
     def covered_note(self, predicate: Predicate, state: LakeState) -> str | None:
         """What explain says when the index would answer a read of this predicate from its own
@@ -300,7 +315,7 @@ class Index:
         if self.root.state == DELETED or not self.kind_reader.carries_rows:
             return None
         try:
-            lookup = Planner(self.kind_reader, self.root, state, set(self.root.columns)).covering(predicate)
+            lookup = self._planner(state).covering(predicate)
         except IndexCorruptError:
             return None
         if lookup is None:
@@ -471,6 +486,9 @@ class Index:
             )
         return chosen
 
+    def _planner(self, state: LakeState, served: set[str] | None = None) -> Planner:
+        return Planner(self.kind_reader, self.root.schema, self.root.columns, state, served)
+
     def prepare(self, predicate: Predicate, state: LakeState) -> Prepared:
         """The plan of a bound ``predicate`` in the lake as ``state`` lists it, estimated from
         the index's root; running it looks the index up. Used to weigh several indexes of a
@@ -481,7 +499,7 @@ class Index:
         try:
             self.lineage()  # a damaged lineage is a damaged index, whatever the state made of it
             served = {column for column in self.root.columns if self.serves(column, state)}
-            prepared = Planner(self.kind_reader, self.root, state, served).prepare(predicate)
+            prepared = self._planner(state, served).prepare(predicate)
         except IndexCorruptError as error:
             # Never a wrong answer, and never none: a damaged index costs a full scan.
             return Prepared.of(full_scan(state.files, *self._unusable(error)))

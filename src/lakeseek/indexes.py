@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
@@ -26,6 +26,7 @@ from lakeseek.io import counting
 from lakeseek.lake.state import LakeState
 from lakeseek.location import DEFAULT_NAME, LakeLike, index_names, locate
 from lakeseek.planning import Alternative, Explanation, Fallback, Plan, Prepared, explanation
+from lakeseek.planning.what_if import IndexSpec, specs_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,11 +106,12 @@ class IndexSet:
         best = weighed[position]
         return best.index.read_files(chosen.files, best.predicate, columns, chosen.row_groups, best.state), chosen
 
-    def explain(self, where: str, *, analyze: bool = False) -> Explanation:
+    def explain(self, where: str, *, analyze: bool = False, what_if: Sequence[str | IndexSpec] = ()) -> Explanation:
         """How the query runs (:meth:`Index.explain`), with every index weighed: its estimate,
         the index reads its lookups made, the files it left and (``analyze``) how many of
-        those hold no matching row."""
+        those hold no matching row; ``what_if``, as :meth:`Index.explain`'s."""
         started = time.perf_counter()
+        specs = specs_of(what_if)
         weighed = self._weigh(where)
         runs = []
         for each in weighed:
@@ -144,6 +146,8 @@ class IndexSet:
         covered = [(each.index.name, each.index.covered_note(each.predicate, each.state)) for each in weighed]
         notes = (*result.notes, *(f"index '{name}': {note}" for name, note in covered if note))
         result = dataclasses.replace(result, alternatives=tuple(alternatives), notes=notes)
+        if specs:
+            result = dataclasses.replace(result, what_if=best.index.imagine(specs, best.predicate, state))
         if not analyze:
             return result
         rows = best.index.read_files(plan.files, best.predicate, None, plan.row_groups, state).num_rows

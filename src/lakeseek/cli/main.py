@@ -28,7 +28,9 @@ from lakeseek.cost import human_size
 from lakeseek.exceptions import LakeseekError
 from lakeseek.index import Index, open_index
 from lakeseek.indexes import IndexSet, open_indexes
+from lakeseek.location import index_names
 from lakeseek.sources.base import LakeSource
+from lakeseek.what_if import imagine_indexes
 
 
 def run() -> None:
@@ -140,12 +142,25 @@ def query(
 @lake_argument
 @where_option
 @click.option("--analyze", is_flag=True, help="Also run the query and report rows and time.")
+@click.option(
+    "--what-if",
+    "what_if",
+    multiple=True,
+    metavar="KIND:COLUMNS[;OPTION=VALUE]",
+    help="An index that does not exist yet (e.g. cuckoo:record_id, covering:id;include=a,b): how the query "
+    "would run with it, estimated from the data files' statistics. Works on a lake without indexes too.",
+)
 @index_option
 @query_name_option
 @handled
-def explain(lake: LakeSource, where: str, analyze: bool, index_dir: str | None, name: str | None) -> None:
+def explain(
+    lake: LakeSource, where: str, analyze: bool, what_if: tuple[str, ...], index_dir: str | None, name: str | None
+) -> None:
     """Show how a query uses the index: columns, candidate files, reads, cost, and why not."""
-    result = _queried(lake, index_dir, name).explain(where, analyze=analyze)
+    if what_if and name is None and index_dir is None and not index_names(lake.storage, lake.default_home):
+        result = imagine_indexes(lake, where, what_if)
+    else:
+        result = _queried(lake, index_dir, name).explain(where, analyze=analyze, what_if=what_if)
     for line in result.lines():
         stdout.print(line, markup=False)
 

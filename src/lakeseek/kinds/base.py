@@ -10,6 +10,7 @@ Spark front ends. A new kind is a module (or package) here and one :func:`regist
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from lakeseek.cost import Estimate, LakeSize
+from lakeseek.cost import Cost, Estimate, LakeSize
 from lakeseek.engine.runner import Runner
 from lakeseek.exceptions import LakeseekError
 from lakeseek.format.actions import Action, Requirement
@@ -89,6 +90,35 @@ class Lookup:
     # A kind that carries rows (covering): the index's rows that may match, with the lake
     # columns asked for and ``ROW_FILE`` (their data file's id); None when it lacks a column.
     rows: Callable[[list[str]], pa.Table | None] | None = None
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A lookup of an index not built yet, as the data files' own statistics describe it
+    (``explain --what-if``): the condition, the files the index would cover, and what their
+    statistics say of the column."""
+
+    condition: Condition
+    files: int
+    keys: int  # the values looked up (an IN's members); 0 for a range, a pattern or IS NULL alone
+    bounded: float  # files whose bounds (and NULL counts) admit a match: the min/max floor
+    holding: float  # files expected to hold a match
+    entries: float  # non-NULL values of the column over the files
+    key_bytes: float  # bytes of one value of the column
+    row_bytes: float  # bytes of one row of the columns the index would store
+
+
+def chunk_lookup_estimate(hypothesis: Hypothesis, chunk_rows: int, entry_bytes: float) -> Estimate:
+    """Entries sorted by key in chunks of ``chunk_rows`` (sorted, covering): a chunk per value
+    looked up, or the chunks of the entries a range, a pattern or IS NULL spans (the files
+    holding a match's share of the entries); the files holding a match are left."""
+    if hypothesis.keys:
+        chunks = float(hypothesis.keys)
+    else:
+        share = hypothesis.holding / max(hypothesis.files, 1)
+        chunks = max(1.0, math.ceil(share * hypothesis.entries / chunk_rows))
+    per_chunk = min(chunk_rows, max(hypothesis.entries, 1.0)) * entry_bytes
+    return Estimate(hypothesis.holding, Cost(chunks, chunks * per_chunk))
 
 
 class KindReader(ABC):
@@ -245,3 +275,8 @@ class IndexKind(ABC):
 
     def config_of(self, content: IndexContent) -> Any:
         return getattr(content, "config", None)
+
+    def what_if(self, config: Any, hypothesis: Hypothesis) -> Estimate | str:
+        """What this kind's lookup for the hypothesis would read and leave (see
+        :mod:`lakeseek.cost`), or why it would make none."""
+        return f"the {self.name} kind makes no what-if estimate"

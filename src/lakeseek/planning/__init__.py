@@ -3,7 +3,7 @@
 
 from lakeseek.planning.explain import Alternative, Explanation, explanation
 from lakeseek.planning.plan import Fallback, Plan, PlanCost, Prepared, full_scan
-from lakeseek.planning.planner import Planner, plan
+from lakeseek.planning.planner import Planner
 
 __all__ = [
     "Alternative",
@@ -15,5 +15,4 @@ __all__ = [
     "Prepared",
     "explanation",
     "full_scan",
-    "plan",
 ]

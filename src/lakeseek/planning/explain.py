@@ -66,6 +66,8 @@ class Explanation:
     seconds: float | None = None  # with analyze: planning plus reading
     # With several indexes on the lake: each one weighed, the chosen one first marked "*".
     alternatives: tuple[Alternative, ...] = ()
+    # With what_if: how the query would run with each hypothetical index (planning.what_if.WhatIf).
+    what_if: tuple = ()
 
     def lines(self) -> list[str]:
         used = ", ".join(self.columns_used) or "none"
@@ -91,9 +93,19 @@ class Explanation:
         if self.alternatives:
             lines.append(f"indexes weighed ({len(self.alternatives)}, the cheapest estimate is chosen):")
             lines.extend(f"  {alternative.line()}" for alternative in self.alternatives)
+        if self.what_if:
+            lines.extend(what_if_lines(self.what_if))
         if self.rows is not None:
             lines.append(f"analyze: {self.rows:,} rows in {self.seconds:.3f} s")
         return lines
+
+
+def what_if_lines(results) -> list[str]:
+    """The lines of hypothetical indexes' plans ("+": its plan would read through it)."""
+    return [
+        "what if (estimated from the data files' own statistics; nothing is built):",
+        *(f"  {result.line()}" for result in results),
+    ]
 
 
 def explanation(

@@ -12,7 +12,7 @@ scan it saves. Whatever the index says, files it does not cover are always read.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +22,6 @@ from lakeseek.expressions import And, ColumnComparison, Comparison, Constant, In
 from lakeseek.expressions.binding import value_type
 from lakeseek.expressions.rounding import domain, float_bounds
 from lakeseek.expressions.types import is_text
-from lakeseek.format.root import Root
 from lakeseek.kinds.base import LOCATION_SHIFT, Condition, KindReader, Lookup, Pattern, Range, Values
 from lakeseek.lake.state import LakeState
 from lakeseek.planning.plan import Fallback, Plan, PlanCost, Prepared
@@ -56,9 +55,17 @@ class _Either:
 class Planner:
     """Plans predicates against one index version and one state of the lake."""
 
-    def __init__(self, reader: KindReader, root: Root, state: LakeState, served: set[str] | None = None) -> None:
+    def __init__(
+        self,
+        reader: KindReader,
+        schema: pa.Schema,
+        columns: Collection[str],
+        state: LakeState,
+        served: set[str] | None = None,
+    ) -> None:
         self.reader = reader
-        self.root = root
+        self.schema = schema  # the lake's, which predicates are bound to
+        self.columns = columns  # the indexed columns
         self.state = state
         self.served = served  # indexed columns the index answers for (None: all; see Index.serves)
         self.lake = LakeSize(len(state.indexed), state.indexed_bytes)
@@ -167,7 +174,7 @@ class Planner:
         if isinstance(predicate, ColumnComparison):
             return self._not_served(f"'{predicate.left}' {predicate.op} '{predicate.right}' compares two columns")
         column = predicate.column
-        if column not in self.root.columns:
+        if column not in self.columns:
             return self._not_served(f"column '{column}' is not indexed")
         if self.served is not None and column not in self.served:
             return self._not_served(
@@ -213,7 +220,7 @@ class Planner:
         return Range(column, bounds.low, bounds.high)
 
     def _column_type(self, column: str) -> pa.DataType:
-        return value_type(self.root.schema.field(column).type)
+        return value_type(self.schema.field(column).type)
 
     def _unserved(self) -> str:
         """Why the index narrows no part of the predicate: the notes say what it could not serve."""
@@ -300,17 +307,6 @@ class Planner:
         return current
 
 
-def plan(
-    predicate: Predicate,
-    reader: KindReader,
-    root: Root,
-    state: LakeState,
-    served: set[str] | None = None,
-) -> Plan:
-    return Planner(reader, root, state, served).plan(predicate)
-
-
-# -- helpers ----------------------------------------------------------------------------------
 def _range_of(comparison: Comparison) -> Range:
     value, op = comparison.literal.value, comparison.op
     if op in (">", ">="):

@@ -16,12 +16,21 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakeseek.cost import Estimate
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.binding import resolve_column
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
-from lakeseek.kinds.base import Change, IndexKind, Job, check_options, check_whole_number
+from lakeseek.kinds.base import (
+    Change,
+    Hypothesis,
+    IndexKind,
+    Job,
+    check_options,
+    check_whole_number,
+    chunk_lookup_estimate,
+)
 from lakeseek.kinds.covering.build import build_segments, merge_segments
 from lakeseek.kinds.covering.content import CoveringConfig, CoveringIndex
 from lakeseek.kinds.covering.reader import CoveringReader
@@ -50,6 +59,9 @@ class CoveringKind(IndexKind):
 
     def check_columns(self, names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[str]:
         return [column.name for column in indexed_columns(names, schema, partition_columns)]
+
+    def what_if(self, config: CoveringConfig, hypothesis: Hypothesis) -> Estimate:
+        return chunk_lookup_estimate(hypothesis, config.chunk_rows, hypothesis.row_bytes)
 
     def decode(self, raw: dict) -> CoveringIndex:
         return CoveringIndex.from_json(raw)

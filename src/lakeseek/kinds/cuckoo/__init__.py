@@ -15,19 +15,24 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakeseek.cost import Cost, Estimate
 from lakeseek.exceptions import LakeseekError
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
-from lakeseek.kinds.base import Change, IndexKind, Job, check_options, check_whole_number
+from lakeseek.kinds.base import Change, Hypothesis, IndexKind, Job, Values, check_options, check_whole_number
 from lakeseek.kinds.cuckoo.build import build_segments, merge_segments
 from lakeseek.kinds.cuckoo.content import CuckooConfig, CuckooIndex
-from lakeseek.kinds.cuckoo.filters import FINGERPRINT_BITS
+from lakeseek.kinds.cuckoo.filters import FINGERPRINT_BITS, load
 from lakeseek.kinds.cuckoo.reader import CuckooReader
 from lakeseek.kinds.file_keys import indexed_columns
 from lakeseek.kinds.segments import AppendSegments, merged_per_column
 
 MAX_SLOTS = 64
+
+
+# A directory row (file id, slots, NULL flag, keys), as the what-if estimate counts it.
+DIRECTORY_ROW_BYTES = 16
 
 
 class CuckooKind(IndexKind):
@@ -47,6 +52,18 @@ class CuckooKind(IndexKind):
 
     def check_columns(self, names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[str]:
         return [column.name for column in indexed_columns(names, schema, partition_columns)]
+
+    def what_if(self, config: CuckooConfig, hypothesis: Hypothesis) -> Estimate | str:
+        """Two bucket reads per value, each holding every file's slots of the bucket; each file
+        a false positive with chance ``2 * slots * load / 2^bits`` (the bucket count is chosen
+        to fill the median file's slots to the load); IS NULL reads the directory."""
+        if not isinstance(hypothesis.condition, Values):
+            return f"a cuckoo filter answers = and IN on '{hypothesis.condition.column}', not ranges or LIKE"
+        keys, files = hypothesis.keys, hypothesis.files
+        stride = files * config.slots * config.fingerprint_bits / 8
+        index = Cost(2 * keys, 2 * keys * stride) if keys else Cost(1, files * DIRECTORY_ROW_BYTES)
+        per_file = 2 * config.slots * load(config.slots) / 2.0**config.fingerprint_bits
+        return Estimate(min(files, hypothesis.holding + keys * files * per_file), index)
 
     def decode(self, raw: dict) -> CuckooIndex:
         return CuckooIndex.from_json(raw)

@@ -15,11 +15,23 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakeseek.cost import Cost, Estimate
 from lakeseek.exceptions import LakeseekError
+from lakeseek.expressions.like import like_prefix
+from lakeseek.format.bloom import BITS_PER_KEY, FALSE_POSITIVE_RATE
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
-from lakeseek.kinds.base import Change, IndexKind, Job, check_options, check_whole_number
+from lakeseek.kinds.base import (
+    Change,
+    Hypothesis,
+    IndexKind,
+    Job,
+    Pattern,
+    Values,
+    check_options,
+    check_whole_number,
+)
 from lakeseek.kinds.file_keys import indexed_columns
 from lakeseek.kinds.segments import AppendSegments, ReplaceSegments, SegmentsStillThere, to_merge
 from lakeseek.kinds.skipping.build import build_segment, merge_segments
@@ -46,6 +58,21 @@ class SkippingKind(IndexKind):
 
     def check_columns(self, names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[str]:
         return [column.name for column in indexed_columns(names, schema, partition_columns)]
+
+    def what_if(self, config: SkippingConfig, hypothesis: Hypothesis) -> Estimate | str:
+        """One read of the sketches' bounds (and, for values, their bloom filters); a range
+        leaves the min/max floor, values the files holding them plus the bloom filters'
+        false positives among the rest of the floor."""
+        condition = hypothesis.condition
+        if isinstance(condition, Pattern) and not like_prefix(condition.pattern):
+            return f"LIKE '{condition.pattern}' on '{condition.column}' has no literal prefix for the sketches"
+        bounds = hypothesis.files * (2 * hypothesis.key_bytes + 1)
+        if not (isinstance(condition, Values) and hypothesis.keys):
+            return Estimate(hypothesis.bounded, Cost(1, bounds))
+        members = hypothesis.entries * BITS_PER_KEY / 8 if config.bloom else 0.0
+        missed = FALSE_POSITIVE_RATE if config.bloom else 1.0
+        candidates = hypothesis.holding + missed * max(hypothesis.bounded - hypothesis.holding, 0.0)
+        return Estimate(candidates, Cost(1, bounds + members))
 
     def decode(self, raw: dict) -> SkippingIndex:
         return SkippingIndex.from_json(raw)

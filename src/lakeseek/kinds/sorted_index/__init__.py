@@ -15,10 +15,20 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakeseek.cost import Estimate
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
-from lakeseek.kinds.base import Change, IndexKind, Job, OperationFiles, check_options, check_whole_number
+from lakeseek.kinds.base import (
+    Change,
+    Hypothesis,
+    IndexKind,
+    Job,
+    OperationFiles,
+    check_options,
+    check_whole_number,
+    chunk_lookup_estimate,
+)
 from lakeseek.kinds.file_keys import indexed_columns
 from lakeseek.kinds.sorted_index.actions import AddColumns, AppendSegments, ReplaceSegments, SegmentsStartWith
 from lakeseek.kinds.sorted_index.build import IndexJob, index_file_prefix
@@ -28,6 +38,8 @@ from lakeseek.kinds.sorted_index.fold import fold_increments, merge_increments
 from lakeseek.kinds.sorted_index.index_file import DEFAULT_CHUNK_ROWS, read_footer
 from lakeseek.kinds.sorted_index.reader import SortedReader
 
+# An entry's file id, as the what-if estimate counts it.
+FILE_ID_BYTES = 4
 # Index entries per index file (one write task each); fewer files when the lake is small.
 ENTRIES_PER_INDEX_FILE = 4_000_000
 # A chunk is read whole by a lookup and an index file is written by one task: bounds that
@@ -58,6 +70,9 @@ class SortedKind(IndexKind):
 
     def check_columns(self, names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[str]:
         return [column.name for column in indexed_columns(names, schema, partition_columns)]
+
+    def what_if(self, config: IndexConfig, hypothesis: Hypothesis) -> Estimate:
+        return chunk_lookup_estimate(hypothesis, config.chunk_rows, hypothesis.key_bytes + FILE_ID_BYTES)
 
     def decode(self, raw: dict) -> SortedIndex:
         return SortedIndex.from_json(raw)

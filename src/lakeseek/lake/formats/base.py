@@ -9,10 +9,26 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+
+
+@dataclass(frozen=True)
+class ColumnStatistics:
+    """What a data file's own metadata says of one column: its lowest and highest non-NULL
+    value (None: not recorded), its NULLs (None: not recorded), non-NULL values, the bytes
+    they take uncompressed (0: not recorded), and the bytes of their dictionary where every
+    part of the column has one (None otherwise): a rough measure of its distinct values."""
+
+    min: Any
+    max: Any
+    nulls: int | None
+    values: int
+    bytes: int = 0
+    dictionary_bytes: int | None = None
 
 
 class DataFile(ABC):
@@ -35,6 +51,11 @@ class DataFile(ABC):
     @abstractmethod
     def read(self, columns: list[str]) -> pa.Table:
         """These columns of every row, with the values a dataset of the file reads."""
+
+    def statistics(self, columns: list[str]) -> dict[str, ColumnStatistics]:
+        """The statistics the file records of those top-level ``columns`` it has (a format
+        without: none). Bounds of floating-point columns leave NaN out, as Parquet's do."""
+        return {}
 
 
 class DataFormat(ABC):

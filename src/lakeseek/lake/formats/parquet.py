@@ -11,7 +11,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from lakeseek.lake.datetimes import file_rebase, open_parquet, parquet_format, spark_arrow_schema, spark_view
-from lakeseek.lake.formats.base import DataFile, DataFormat, register_format
+from lakeseek.lake.formats.base import ColumnStatistics, DataFile, DataFormat, register_format
 
 
 class ParquetFile(DataFile):
@@ -35,6 +35,41 @@ class ParquetFile(DataFile):
         table = self.file.read(columns=columns, use_threads=False)
         rebase = file_rebase(self.file.metadata) if columns else None
         return table if rebase is None else rebase.apply(table)
+
+    def statistics(self, columns: list[str]) -> dict[str, ColumnStatistics]:
+        """The row groups' statistics of each column, combined; none of a column some row
+        group has none of, and none of the dates and timestamps of a file Spark rebases."""
+        metadata = self.file.metadata
+        positions = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+        rebased = file_rebase(metadata) is not None
+        found = {}
+        for column in columns:
+            position = positions.get(column)
+            if position is None:
+                continue
+            chunks = [metadata.row_group(group).column(position) for group in range(metadata.num_row_groups)]
+            found[column] = _combined(chunks, rebased)
+        return {column: stats for column, stats in found.items() if stats is not None}
+
+
+def _combined(chunks: list[pq.ColumnChunkMetaData], rebased: bool) -> ColumnStatistics | None:
+    parts = [chunk.statistics for chunk in chunks]
+    if any(part is None for part in parts):
+        return None
+    values = sum(part.num_values for part in parts)
+    nulls = sum(part.null_count for part in parts) if all(part.has_null_count for part in parts) else None
+    size = sum(chunk.total_uncompressed_size for chunk in chunks)
+    dictionary = None
+    if all(chunk.has_dictionary_page for chunk in chunks):
+        dictionary = sum(chunk.data_page_offset - chunk.dictionary_page_offset for chunk in chunks)
+    bounded = [part for part in parts if part.num_values]
+    if rebased or not bounded or not all(part.has_min_max for part in bounded):
+        return ColumnStatistics(None, None, nulls, values, size, dictionary)
+    try:
+        low, high = min(p.min for p in bounded), max(p.max for p in bounded)
+    except TypeError:  # values of no order Python knows
+        low = high = None
+    return ColumnStatistics(low, high, nulls, values, size, dictionary)
 
 
 class ParquetFormat(DataFormat):
