@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from lakeseek.expressions.binding import resolve_column
 from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.format.root import DELETED
 from lakeseek.kinds.base import FILE_ID, KEY
@@ -34,8 +35,10 @@ def spark_schema(index: Index) -> StructType:
     return StructType.fromJson(json.loads(index.spark_schema_json()))
 
 
-def to_spark(index: Index, spark: SparkSession, where: str) -> DataFrame:
-    """A Spark DataFrame of the rows matching ``where``, over the index's candidate files only.
+def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] | None = None) -> DataFrame:
+    """A Spark DataFrame of the rows matching ``where`` (``columns`` of them; None: all), over
+    the index's candidate files only, or from a covering index's own rows when it carries
+    every column the query needs (then no data file it covers is opened).
 
     Same rows as ``spark.read.parquet(SOURCE).where(where)`` when Spark reads the predicate
     as lakeseek does (see :func:`lakeseek.expressions.sql.to_spark_sql`); a CSV or JSON lake's
@@ -44,13 +47,21 @@ def to_spark(index: Index, spark: SparkSession, where: str) -> DataFrame:
     from pyspark.sql.types import StructType
 
     state = index.lake_state()
-    chosen = index.plan(where, state=state)
     schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
+    covered = index.covered_read(index.bind(where, state), columns, state)
+    if covered is not None:
+        rows = covered[0]
+        return spark.createDataFrame(rows, StructType([schema[name] for name in rows.column_names]))
+    chosen = index.plan(where, state=state)
     if not chosen.files:
-        return spark.createDataFrame([], schema)
-    # basePath is taken as it is, never as a glob pattern.
-    reader = spark.read.schema(schema).option("basePath", index.lake.uri)
-    return read_files(spark, index.lake, reader, chosen.files, state.files).where(to_spark_sql(where))
+        frame = spark.createDataFrame([], schema)
+    else:
+        # basePath is taken as it is, never as a glob pattern.
+        reader = spark.read.schema(schema).option("basePath", index.lake.uri)
+        frame = read_files(spark, index.lake, reader, chosen.files, state.files).where(to_spark_sql(where))
+    return (
+        frame if columns is None else frame.select(*(resolve_column(c, index.schema_of(state)).name for c in columns))
+    )
 
 
 def read_files(
