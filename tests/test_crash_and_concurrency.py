@@ -29,6 +29,7 @@ def _spawn(*args: str, storage_options: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.worker", *args],
         cwd=ROOT,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -39,6 +40,17 @@ def _spawn(*args: str, storage_options: dict | None = None) -> subprocess.Popen:
 def _ready(process: subprocess.Popen) -> subprocess.Popen:
     assert process.stdout.readline().strip() == "ready"
     return process
+
+
+def _racing(lake: str, iterations: int, storage_options: dict | None = None) -> list[subprocess.Popen]:
+    """Three ``concurrent`` workers, let go together once all have started, so that they race."""
+    workers = [
+        _spawn("concurrent", lake, str(seed), str(iterations), storage_options=storage_options) for seed in range(3)
+    ]
+    for worker in [_ready(w) for w in workers]:
+        worker.stdin.write("go\n")
+        worker.stdin.flush()
+    return workers
 
 
 def _start(*args: str) -> subprocess.Popen:
@@ -113,8 +125,7 @@ def test_concurrent_writers(lake_copy):
     rng = random.Random(2)
     original = lakeseek.open_index(lake_copy)
     stable = data_files(lake_copy)  # writers only append: these rows never change
-    workers = [_spawn("concurrent", lake_copy, str(seed), "8") for seed in range(3)]
-    workers = [_ready(w) for w in workers]  # started together, so that they race
+    workers = _racing(lake_copy, 8)
     checks = 0
     while any(w.poll() is None for w in workers):
         index = lakeseek.open_index(lake_copy)
@@ -153,7 +164,7 @@ def test_concurrent_writers_on_s3_lose_and_duplicate_no_commit(s3_lake):
     uri, options, fs = s3_lake
     rng = random.Random(3)
     stable = data_files(uri, fs)
-    workers = [_ready(_spawn("concurrent", uri, str(seed), "6", storage_options=options)) for seed in range(3)]
+    workers = _racing(uri, 6, storage_options=options)
     while any(w.poll() is None for w in workers):
         index = lakeseek.open_index(uri, storage_options=options)
         for row_id in rng.sample(range(1800), 2):  # ids of the original files

@@ -55,6 +55,7 @@ if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(message)s")  # lost races go to stderr
     print("ready", flush=True)
     if sys.argv[1] == "concurrent":
+        sys.stdin.readline()  # the test lets every writer go at once
         concurrent(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
         run(sys.argv[1], sys.argv[2])
