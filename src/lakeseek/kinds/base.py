@@ -231,6 +231,8 @@ class IndexKind(ABC):
     """A kind of index: its options, its part of the root, its build and upkeep, its reader."""
 
     name: ClassVar[str]
+    # Whether its readers carry rows (KindReader.carries_rows: a covering kind).
+    carries_rows: ClassVar[bool] = False
 
     @abstractmethod
     def configure(self, options: Mapping[str, Any]) -> Any:
@@ -275,6 +277,10 @@ class IndexKind(ABC):
 
     def config_of(self, content: IndexContent) -> Any:
         return getattr(content, "config", None)
+
+    def stored_columns(self, config: Any, columns: list[str]) -> list[str]:
+        """The lake columns an index of ``columns`` with ``config`` stores (the indexed ones)."""
+        return list(columns)
 
     def what_if(self, config: Any, hypothesis: Hypothesis) -> Estimate | str:
         """What this kind's lookup for the hypothesis would read and leave (see

@@ -73,8 +73,6 @@ def _option(text: str) -> tuple[str, object]:
     key, equals, raw = text.partition("=")
     if not equals or not key.strip():
         raise LakeseekError(f"what-if option {text!r} is not KEY=VALUE")
-    if key.strip() == "include":
-        return "include", [name.strip() for name in raw.split(",") if name.strip()]
     try:
         return key.strip(), json.loads(raw)
     except ValueError:
@@ -113,13 +111,14 @@ def specs_of(what_if: Sequence[str | IndexSpec]) -> list[IndexSpec]:
 
 def stored_columns(specs: Sequence[IndexSpec], schema: pa.Schema) -> list[str]:
     """The columns the hypothetical indexes would store (indexed and included), as named in ``schema``."""
-    names = [name for spec in specs for name in (*spec.columns, *_included(spec))]
-    return list(dict.fromkeys(resolve_column(name, schema).name for name in names))
+    names = [name for spec in specs for name in _stored(spec, schema)]
+    return list(dict.fromkeys(names))
 
 
-def _included(spec: IndexSpec) -> list[str]:
-    include = spec.options.get("include", ())
-    return [include] if isinstance(include, str) else list(include) if isinstance(include, list | tuple) else []
+def _stored(spec: IndexSpec, schema: pa.Schema) -> list[str]:
+    kind = kind_named(spec.kind)
+    columns = [resolve_column(name, schema).name for name in spec.columns]
+    return [resolve_column(name, schema).name for name in kind.stored_columns(kind.configure(spec.options), columns)]
 
 
 def what_if(
@@ -148,7 +147,7 @@ def what_if(
         config = kind.configure(spec.options)
         columns = [resolve_column(name, schema).name for name in spec.columns]
         kind.check_columns(columns, schema, tuple(partition_columns))
-        stored = [*columns, *(resolve_column(c, schema).name for c in getattr(config, "include", ()))]
+        stored = [resolve_column(name, schema).name for name in kind.stored_columns(config, columns)]
         reader = _StatisticsReader(kind, config, schema, statistics, stored)
         planner = Planner(reader, schema, columns, state)
         prepared = planner.prepare(predicate)
@@ -182,7 +181,7 @@ class _StatisticsReader(KindReader):
         self.config = config
         self.schema = schema
         self.statistics = statistics
-        self.carries_rows = kind.name == "covering"
+        self.carries_rows = kind.carries_rows
         rows = max(int(statistics.rows.sum()), 1)
         self.row_bytes = sum(
             statistics.columns[c].value_bytes * statistics.columns[c].values.sum() / rows

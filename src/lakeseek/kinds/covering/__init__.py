@@ -45,6 +45,7 @@ class CoveringKind(IndexKind):
     commas) and ``chunk_rows`` (rows per row group, the unit a lookup reads; default 8,192)."""
 
     name = "covering"
+    carries_rows = True
 
     def configure(self, options: Mapping[str, Any]) -> CoveringConfig:
         check_options(self.name, options, ("include", "chunk_rows"))
@@ -59,6 +60,9 @@ class CoveringKind(IndexKind):
 
     def check_columns(self, names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[str]:
         return [column.name for column in indexed_columns(names, schema, partition_columns)]
+
+    def stored_columns(self, config: CoveringConfig, columns: list[str]) -> list[str]:
+        return [*columns, *config.include]
 
     def what_if(self, config: CoveringConfig, hypothesis: Hypothesis) -> Estimate:
         return chunk_lookup_estimate(hypothesis, config.chunk_rows, hypothesis.row_bytes)
