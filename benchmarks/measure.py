@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import sys
@@ -38,6 +39,26 @@ def benchmark_lake(data: Path, rows: int, files: int, days: int) -> Path:
         generate_lake(str(lake), rows=rows, files=files, days=days)
         marker.write_text("ok")
     return lake
+
+
+def median_ms(action: Callable[[], object], repeats: int) -> float:
+    """Median milliseconds of ``action()`` over ``repeats`` runs, after one to warm it."""
+    action()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+def save_results(out: str, name: str, results: dict, markdown: str) -> None:
+    """``results`` as ``OUT/NAME.json`` and ``markdown`` as ``OUT/NAME.md``, the markdown printed."""
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (directory / f"{name}.md").write_text(markdown)
+    print(markdown)
 
 
 def say(message: str) -> None:

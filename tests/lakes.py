@@ -95,7 +95,9 @@ def typed_rows(rng: random.Random, start_id: int, count: int) -> list[dict]:
     return rows
 
 
-def write_file(path: str, rows: list[dict], fs: pafs.FileSystem | None = None) -> None:
+def write_file(
+    path: str, rows: list[dict], fs: pafs.FileSystem | None = None, row_group_size: int | None = None
+) -> None:
     """Write a data file as lake writers do: to a hidden name, then renamed into place (in an
     object store ``fs``, where a path is a URI, with one PUT)."""
     if fs is not None:
@@ -104,16 +106,19 @@ def write_file(path: str, rows: list[dict], fs: pafs.FileSystem | None = None) -
     directory, name = os.path.split(path)
     os.makedirs(directory, exist_ok=True)
     hidden = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), hidden)
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), hidden, row_group_size=row_group_size)
     os.replace(hidden, path)
 
 
-def make_typed_lake(root: str, files_per_region: int = 3, rows_per_file: int = 150, seed: int = 1) -> None:
+def make_typed_lake(
+    root: str, files_per_region: int = 3, rows_per_file: int = 150, seed: int = 1, row_group_size: int | None = None
+) -> None:
     rng = random.Random(seed)
     next_id = 0
     for region in REGIONS:
         for f in range(files_per_region):
-            write_file(f"{root}/{region_dir(region)}/part-{f:03d}.parquet", typed_rows(rng, next_id, rows_per_file))
+            rows = typed_rows(rng, next_id, rows_per_file)
+            write_file(f"{root}/{region_dir(region)}/part-{f:03d}.parquet", rows, row_group_size=row_group_size)
             next_id += rows_per_file
 
 

@@ -209,3 +209,39 @@ def test_to_spark_answers_covered_queries_from_the_index_rows(spark, tmp_path):
         assert sorted(map(tuple, frame.collect())) == sorted(map(tuple, expected.collect())), where
         if columns is not None:
             assert io.data_files == 1, where  # the file added since indexing, only
+
+
+@pytest.mark.spark
+def test_spark_sql_over_the_covering_frame_reads_the_index_files_and_stays_exact(spark, tmp_path):
+    from pyspark.sql import functions as F
+
+    from lakeseek.spark import covering_frame
+
+    root = str(tmp_path / "lake")
+    _lake(root, 5)
+    lakeseek.create_index(root, ["id", "user"], kind="covering", engine="local", include="amount", chunk_rows=128)
+    wheres = ["id = 1234", "id IN (77, 3999)", "user = 'u7' AND amount > 100", "user IS NULL", "id BETWEEN 10 AND 2100"]
+
+    def check(expect_files: set[str]) -> None:
+        index = lakeseek.open_index(root)
+        covering_frame(index, spark, "id").createOrReplaceTempView("covered")
+        lake = spark.read.parquet(root).select("id", "user", "amount")
+        for where in [*wheres, "TRUE"]:
+            found = spark.sql(f"SELECT * FROM covered WHERE {where}")
+            assert found.columns == lake.columns
+            assert sorted(map(tuple, found.collect())) == sorted(map(tuple, lake.where(where).collect())), where
+        read = {row[0].rsplit("/", 1)[-1] for row in spark.table("covered").select(F.input_file_name()).collect()}
+        assert {name for name in read if name.startswith("part-")} == expect_files
+
+    check(set())  # only the index's row files
+    os.remove(f"{root}/part-001.parquet")
+    _lake(root, 1, start=6)
+    pq.write_table(
+        pa.table({"id": [2500], "user": ["new"], "amount": [1.0], "note": ["m"]}), f"{root}/part-002.parquet"
+    )
+    check({"part-002.parquet", "part-006.parquet"})  # the hybrid scan: new and rewritten files
+    lakeseek.refresh_index(root, "incremental", engine="local")
+    check(set())
+    with pytest.raises(LakeseekError, match="carries no rows"):
+        lakeseek.create_index(root, ["id"], name="ids", engine="local")
+        covering_frame(lakeseek.open_index(root, name="ids"), spark)

@@ -46,11 +46,37 @@ def sketched_lake(tmp_path_factory):
     return root, all_rows(root)
 
 
+@pytest.fixture(scope="module")
+def row_group_sketched_lake(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("skipping_row_groups") / "lake")
+    make_typed_lake(root, files_per_region=3, rows_per_file=40, seed=9, row_group_size=8)
+    lakeseek.create_index(root, INDEXABLE, kind="skipping", engine="local", value_list=4, row_groups=True)
+    return root, all_rows(root)
+
+
 @fuzz_settings(60)
 @given(st.data())
 def test_generated_predicates_read_a_full_scans_rows(sketched_lake, data):
     root, rows = sketched_lake
     check_generated_predicates(lakeseek.open_index(root), rows, data)
+
+
+@fuzz_settings(60)
+@given(st.data())
+def test_row_group_sketches_read_a_full_scans_rows(row_group_sketched_lake, data):
+    root, rows = row_group_sketched_lake
+    check_generated_predicates(lakeseek.open_index(root), rows, data)
+
+
+def test_row_group_sketches_narrow_reads_to_row_groups(row_group_sketched_lake):
+    root, _ = row_group_sketched_lake
+    index = lakeseek.open_index(root)
+    assert index.root.content.config.row_groups
+    plan = index.plan("id = 45")  # ids rise within a file: one row group of 8 holds it
+    assert plan.index_used and len(plan.files) == 1
+    assert plan.row_groups == {plan.files[0]: (0,)}  # the second file's first row group (ids 40-47)
+    assert ids(index.read("id = 45", columns=["id"])) == [45]
+    assert ids(index.read("id BETWEEN 44 AND 57", columns=["id"])) == list(range(44, 58))
 
 
 def test_a_value_outside_every_file_reads_nothing(sketched_lake):
@@ -84,10 +110,11 @@ def test_a_range_on_a_clustered_column_reads_the_min_max_floor(tmp_path):
     assert not index.plan("v = 1").index_used
 
 
-def test_lifecycle_steps_stay_exact(tmp_path):
+@pytest.mark.parametrize("row_groups", [False, True])
+def test_lifecycle_steps_stay_exact(tmp_path, row_groups):
     root = str(tmp_path / "lake")
-    make_typed_lake(root, files_per_region=2, rows_per_file=30, seed=5)
-    lakeseek.create_index(root, ["code", "name"], kind="skipping", engine="local", value_list=2)
+    make_typed_lake(root, files_per_region=2, rows_per_file=30, seed=5, row_group_size=7)
+    lakeseek.create_index(root, ["code", "name"], kind="skipping", engine="local", value_list=2, row_groups=row_groups)
     rng = random.Random(5)
     steps = [
         ("append", lambda: _append(root, rng, "new-1")),

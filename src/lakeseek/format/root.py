@@ -24,8 +24,10 @@ from lakeseek.io import Storage
 # 7: the root names the lake source it was created on (a directory of CSV files reads wrong as
 # Parquet). Earlier versions are not read: an index of one is created again (docs/format.md).
 # 8: bloom filters hash keys with lakeseek.format.hashing (format byte 2), and the skipping kind.
-FORMAT_VERSION = 8
-READABLE_FORMAT_VERSIONS = (8,)
+# 9: skipping sketch files have a row_group column (sketches per row group: config.row_groups),
+#    and skipping segments count their rows apart from their files.
+FORMAT_VERSION = 9
+READABLE_FORMAT_VERSIONS = (9,)
 
 ACTIVE = "active"
 DELETED = "deleted"

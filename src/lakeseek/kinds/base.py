@@ -154,6 +154,12 @@ class KindReader(ABC):
         the column, which another engine can join with keys; None where the kind has none."""
         return None
 
+    def row_files(self, column: str) -> tuple[list[str], tuple[str, ...]] | None:
+        """Paths (in the index directory) of Parquet files holding the indexed files' rows,
+        sorted by ``column``, with the lake columns every one of them carries (plus ``ROW_FILE``),
+        which another engine can scan instead of the lake; None where the kind carries no rows."""
+        return None
+
     def problems(self) -> list[str]:
         """One line per damaged file of this version, each with its repair."""
         return []

@@ -25,6 +25,7 @@ from lakeseek.format.lineage import Lineage
 from lakeseek.io import Address, Stamp, Storage
 from lakeseek.kinds.base import KEY, ROW_GROUP, Job
 from lakeseek.lake.files import kept_rows, open_data_file, partition_fields, plain_schema
+from lakeseek.lake.formats.base import ColumnStatistics
 from lakeseek.lake.schemas import match_columns
 from lakeseek.sources.base import LakeAddress, LakeSource
 
@@ -168,6 +169,31 @@ class FileKeyReader:
                 found[column.name] = pa.table({KEY: pc.unique(keys)})
             else:
                 found[column.name] = pa.table({KEY: keys, ROW_GROUP: groups}).group_by([KEY, ROW_GROUP]).aggregate([])
+        return found
+
+    def recorded_bounds(
+        self, path: str, recorded: dict[str, ColumnStatistics], columns: list[IndexedColumn]
+    ) -> dict[str, tuple[pa.Array, bool]] | None:
+        """Per column, keys bounding the file's (its lowest and highest; empty when it holds
+        none) and whether it holds NULL, from what the lake's metadata ``recorded`` of the file
+        (:meth:`LakeSource.recorded_statistics`) and its partition values, without opening it;
+        None when the metadata leaves a column out."""
+        if any(not c.is_partition and c.name not in recorded for c in columns):
+            return None
+        partition_values = (
+            self.source.partition_values(path, self.partitioning, "UTC") if any(c.is_partition for c in columns) else {}
+        )
+        found = {}
+        for column in columns:
+            if column.is_partition:
+                value = partition_values.get(column.name)
+                low, high, nulls = value, value, value is None
+            else:
+                statistics = recorded[column.name]
+                low, high, nulls = statistics.min, statistics.max, bool(statistics.nulls)
+            column_type = value_type(self.schema.field(column.name).type)
+            bounds = pa.array([] if low is None else [low, high], column_type)
+            found[column.name] = (self.keys(bounds, column, path), nulls)
         return found
 
     def keys(self, raw: pa.Array, column: IndexedColumn, path: str) -> pa.Array:

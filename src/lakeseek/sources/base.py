@@ -28,6 +28,7 @@ from lakeseek.format import values
 from lakeseek.io import Stamp, Storage
 from lakeseek.lake.files import distinct_schemas, open_files
 from lakeseek.lake.formats import PARQUET, DataFormat
+from lakeseek.lake.formats.base import ColumnStatistics
 from lakeseek.lake.schemas import merge_schemas, spark_schema_json
 from lakeseek.lake.state import Changes
 
@@ -180,6 +181,15 @@ class LakeSource(ABC):
         index covered), where the files say (see :func:`lakeseek.lake.schemas.current_partition_types`)."""
         return {}
 
+    def recorded_statistics(self, files: Sequence[str], schema: pa.Schema) -> dict[str, dict[str, ColumnStatistics]]:
+        """What the table's own metadata records of data files' columns (of ``schema``, the
+        lake's): per file, per column it records in full, bounds holding every non-NULL value of
+        the file (``min`` <= value <= ``max``, widened where the format truncates them; both None
+        when the file holds no non-NULL value) and the NULLs (of the rows the file holds, deleted
+        ones too). A column it records only in part, or not exactly enough to bound its values, is
+        left out: such a file is read instead. A source without such metadata records nothing."""
+        return {}
+
     def deleted_rows(self, file: str, stamp: Stamp | None) -> np.ndarray | None:
         """The positions (ascending) of the rows the source deleted from data file ``file``
         without rewriting it (a Delta table's deletion vector), in the content ``stamp`` (the
@@ -232,6 +242,13 @@ def merged_schema(
         results = runner().run("reading the files' schemas", tasks, _schemas_task)
         found = [(result["path"], values.deserialize_schema(result["schema"])) for result in results]
     return merge_schemas(schema, found, partition_columns)
+
+
+def bounded_by_metadata(arrow_type: pa.DataType) -> bool:
+    """Whether a table format's recorded bounds of a column of this type can bound its values:
+    not for floating point, whose NaN the formats leave out of (or put into) their bounds."""
+    kinds = (pa.types.is_integer, pa.types.is_boolean, pa.types.is_date, pa.types.is_timestamp, pa.types.is_decimal)
+    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or any(k(arrow_type) for k in kinds)
 
 
 def _schemas_task(lake: LakeAddress, sizes: dict[str, int]) -> list[dict]:

@@ -20,6 +20,7 @@ than the table's).
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import re
@@ -35,14 +36,28 @@ from lakeseek.engine.runner import Runner
 from lakeseek.exceptions import DataFileError, LakeMetadataError, LakeNotFoundError, UnsupportedLakeError
 from lakeseek.io import Stamp, Storage
 from lakeseek.lake.files import plain_schema
+from lakeseek.lake.formats.base import ColumnStatistics
 from lakeseek.lake.state import Changes
-from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, table_errors, table_library
+from lakeseek.sources.base import (
+    LakeSchema,
+    LakeSource,
+    Snapshot,
+    bounded_by_metadata,
+    table_errors,
+    table_library,
+)
 from lakeseek.sources.partitions import partition_value, values_expression
 
 LOG = "_delta_log"
 _VECTOR = "dv:"  # a stamp's version naming a deletion vector: dv:<rows deleted>-<their digest>
 _COMMIT = re.compile(r"([0-9]{20})\.json")
 _CHECKPOINT = re.compile(r"([0-9]{20})\.checkpoint(?:\.[0-9]+\.[0-9]+)?\.parquet")
+# Delta's statistics keep timestamps in milliseconds (cut, not rounded), strings to a prefix
+# of this many characters unless the table says otherwise, and decimals as JSON numbers,
+# which hold this many digits exactly.
+_TIMESTAMP_STEP = datetime.timedelta(milliseconds=1)
+_STRING_PREFIX = 32
+_EXACT_DECIMAL_DIGITS = 15
 
 
 def is_delta(storage: Storage, root: str) -> bool:
@@ -57,6 +72,8 @@ class DeltaSource(LakeSource):
         self._partitions: dict[str, dict[str, object]] = {}  # path -> raw partition values, per snapshot
         # (path, the stamp's name of its deletion vector) -> the rows it deletes, of every version read.
         self._deleted: dict[tuple[str, str], np.ndarray] = {}
+        # The snapshot's add actions (their statistics), their row by path, the string prefix length.
+        self._actions: tuple[pa.Table, dict[str, int], int] | None = None
 
     # -- the table ----------------------------------------------------------------------------
     def _table(self):
@@ -78,7 +95,10 @@ class DeltaSource(LakeSource):
             actions = pa.table(table.get_add_actions(flatten=True))
             version = str(table.version())
             vectors = self._read_deletion_vectors(table)
+            configuration = table.metadata().configuration or {}
         paths = [self._relative(path) for path in actions.column("path").to_pylist()]
+        prefix = configuration.get("delta.dataSkippingStringPrefixLength", str(_STRING_PREFIX))
+        self._actions = (actions, {path: row for row, path in enumerate(paths)}, int(prefix))
         sizes = actions.column("size_bytes").to_pylist()
         mtimes = actions.column("modification_time").to_pylist()  # milliseconds
         # Delta never rewrites a data file in place: path, size and time are its identity, with
@@ -181,6 +201,38 @@ class DeltaSource(LakeSource):
         return Changes(frozenset(added), frozenset(removed))
 
     # -- what the files hold -----------------------------------------------------------------------
+    def recorded_statistics(self, files: Sequence[str], schema: pa.Schema) -> dict[str, dict[str, ColumnStatistics]]:
+        """The ``add`` actions' statistics (``numRecords``, ``nullCount``, ``minValues``,
+        ``maxValues``), where they bound the values: timestamps widened by the millisecond they
+        are cut to, a string maximum only when shorter than the prefix Delta cuts strings to."""
+        if self._actions is None or any(file not in self._actions[1] for file in files):
+            self.snapshot()  # a process (a task) that has not read the table's files yet
+        actions, rows, prefix = self._actions
+        positions = pa.array([rows[file] for file in files if file in rows], pa.int64())
+        records = actions.column("num_records").take(positions).to_pylist()
+        found: dict[str, dict[str, ColumnStatistics]] = {file: {} for file in files if file in rows}
+        for field in schema:
+            parts = [f"{part}.{field.name}" for part in ("min", "max", "null_count")]
+            if "." in field.name or not _bounded(field.type) or not set(parts) <= set(actions.column_names):
+                continue
+            lows, highs, nulls = (actions.column(part).take(positions).to_pylist() for part in parts)
+            for file, count, low, high, null in zip(found, records, lows, highs, nulls, strict=True):
+                if count is None or null is None:
+                    continue
+                if low is None or high is None:
+                    if low is None and high is None and null == count:
+                        found[file][field.name] = ColumnStatistics(None, None, null, 0)
+                    continue
+                if isinstance(high, str) and len(high) >= prefix:
+                    continue  # perhaps cut, and then perhaps below the file's highest value
+                if isinstance(low, datetime.datetime):
+                    try:
+                        low, high = low - _TIMESTAMP_STEP, high + _TIMESTAMP_STEP
+                    except OverflowError:
+                        continue
+                found[file][field.name] = ColumnStatistics(low, high, null, count - null)
+        return found
+
     def partition_values(self, file: str, fields: pa.Schema, time_zone: str) -> dict[str, object]:
         if file not in self._partitions:
             self.snapshot()  # a process (a task) that has not read the table's files yet
@@ -201,6 +253,12 @@ class DeltaSource(LakeSource):
             partition_columns = tuple(table.metadata().partition_columns)
         data = [field for field in schema if field.name not in partition_columns]
         return LakeSchema.of(pa.schema(data + [schema.field(name) for name in partition_columns]), partition_columns)
+
+
+def _bounded(arrow_type: pa.DataType) -> bool:
+    if pa.types.is_decimal(arrow_type) and arrow_type.precision > _EXACT_DECIMAL_DIGITS:
+        return False
+    return bounded_by_metadata(arrow_type)
 
 
 @lru_cache(maxsize=4096)

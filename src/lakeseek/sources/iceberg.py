@@ -15,13 +15,24 @@ name).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+
+import pyarrow as pa
 
 from lakeseek.engine.runner import Runner
 from lakeseek.exceptions import LakeNotFoundError, LakeseekError, UnsupportedLakeError
 from lakeseek.io import Stamp, Storage, storage_for
 from lakeseek.lake.files import plain_schema
-from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, TableName, table_errors, table_library
+from lakeseek.lake.formats.base import ColumnStatistics
+from lakeseek.sources.base import (
+    LakeSchema,
+    LakeSource,
+    Snapshot,
+    TableName,
+    bounded_by_metadata,
+    table_errors,
+    table_library,
+)
 
 CATALOG_SCHEME = "iceberg"
 METADATA = "metadata"
@@ -54,6 +65,9 @@ class IcebergSource(LakeSource):
         super().__init__(storage, root)
         self.catalog = catalog
         self._loaded_catalog = None
+        # The snapshot's data files (their metrics) by path, and the table's columns by name.
+        self._data_files: dict[str, object] | None = None
+        self._fields: dict[str, object] = {}
 
     @property
     def uri(self) -> str:
@@ -116,6 +130,8 @@ class IcebergSource(LakeSource):
             tasks = list(table.scan().plan_files())
         location = table.location().rstrip("/")
         files = {}
+        self._fields = {field.name: field for field in table.schema().fields}
+        self._data_files = {}
         for task in tasks:
             if task.delete_files:
                 raise UnsupportedLakeError(
@@ -129,7 +145,41 @@ class IcebergSource(LakeSource):
                 )
             # Iceberg never rewrites a data file in place: path and size are its identity.
             files[path[len(location) + 1 :]] = Stamp(task.file.file_size_in_bytes, 0, "")
+            self._data_files[path[len(location) + 1 :]] = task.file
         return Snapshot(files, metadata)
+
+    def recorded_statistics(self, files: Sequence[str], schema: pa.Schema) -> dict[str, dict[str, ColumnStatistics]]:
+        """The manifests' column metrics (record count, NULL counts, lower and upper bounds),
+        strings' bounds left out: pyiceberg (0.12 at least) takes a file's bounds from its
+        row groups' Parquet statistics, and a row group with a string too long for them (over
+        4 KiB) has none, so its values can lie outside the bounds it writes."""
+        if self._data_files is None or any(file not in self._data_files for file in files):
+            self.snapshot()  # a process (a task) that has not planned the table yet
+        conversions = table_library(self, "pyiceberg.conversions", "an Apache Iceberg")
+        found: dict[str, dict[str, ColumnStatistics]] = {}
+        for file in files:
+            data_file = self._data_files.get(file)
+            if data_file is None:
+                continue
+            found[file] = recorded = {}
+            for field in schema:
+                column = self._fields.get(field.name)
+                nanoseconds = pa.types.is_timestamp(field.type) and field.type.unit == "ns"
+                text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+                if column is None or nanoseconds or text or not bounded_by_metadata(field.type):
+                    continue
+                nulls = (data_file.null_value_counts or {}).get(column.field_id)
+                low = (data_file.lower_bounds or {}).get(column.field_id)
+                high = (data_file.upper_bounds or {}).get(column.field_id)
+                if nulls is None:
+                    continue
+                if low is None or high is None:
+                    if low is None and high is None and nulls == data_file.record_count:
+                        recorded[field.name] = ColumnStatistics(None, None, nulls, 0)
+                    continue
+                bounds = [_value(conversions.from_bytes(column.field_type, raw), field.type) for raw in (low, high)]
+                recorded[field.name] = ColumnStatistics(*bounds, nulls, data_file.record_count - nulls)
+        return found
 
     def _refuse_renamed_columns(self, table) -> None:
         current = {field.field_id: field.name for field in table.schema().fields}
@@ -146,6 +196,16 @@ class IcebergSource(LakeSource):
         metadata = self.version()
         with table_errors(self, *_LIBRARY_ERRORS):
             return LakeSchema.of(plain_schema(self._table(metadata).schema().as_arrow()))
+
+
+def _value(value: object, arrow_type: pa.DataType) -> object:
+    """A bound as pyiceberg decodes it (dates and timestamps as numbers of their unit) as a
+    value of the lake's type."""
+    if pa.types.is_date32(arrow_type) and isinstance(value, int):
+        return pa.scalar(value, pa.int32()).cast(arrow_type).as_py()
+    if pa.types.is_timestamp(arrow_type) and isinstance(value, int):
+        return pa.scalar(value, pa.int64()).cast(arrow_type).as_py()
+    return value
 
 
 def _io_properties(source: LakeSource) -> dict[str, str]:

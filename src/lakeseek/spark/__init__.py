@@ -1,12 +1,12 @@
 """lakeseek's Spark front ends: the ``lakeseek`` data source formats (:func:`register`), and an
-index's answers as DataFrames (:func:`to_spark`, :func:`locate_spark`). Where index builds
+index's answers as DataFrames (:func:`to_spark`, :func:`covering_frame`, :func:`locate_spark`). Where index builds
 run on Spark is :mod:`lakeseek.engine`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lakeseek.spark.dataframes import locate_spark, spark_schema, to_spark
+from lakeseek.spark.dataframes import covering_frame, locate_spark, spark_schema, to_spark
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,4 +33,4 @@ def register(spark: SparkSession) -> bool:
     return install(spark)
 
 
-__all__ = ["PYTHON_FORMAT", "locate_spark", "register", "spark_schema", "to_spark"]
+__all__ = ["PYTHON_FORMAT", "covering_frame", "locate_spark", "register", "spark_schema", "to_spark"]

@@ -1,6 +1,6 @@
 """An index's answers as Spark DataFrames: the rows of a predicate over the candidate files
-(:func:`to_spark`), and batch lookups, a DataFrame of keys in and ``(key, file)`` pairs out
-(:func:`locate_spark`)."""
+(:func:`to_spark`), the lake's rows from a covering index's own files (:func:`covering_frame`),
+and batch lookups, a DataFrame of keys in and ``(key, file)`` pairs out (:func:`locate_spark`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.binding import resolve_column
 from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.format.root import DELETED
-from lakeseek.kinds.base import FILE_ID, KEY
+from lakeseek.kinds.base import FILE_ID, KEY, ROW_FILE
 from lakeseek.locate import FILE
 from lakeseek.spark.paths import literal_path
 
@@ -62,6 +63,47 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
     return (
         frame if columns is None else frame.select(*(resolve_column(c, index.schema_of(state)).name for c in columns))
     )
+
+
+def covering_frame(index: Index, spark: SparkSession, column: str | None = None) -> DataFrame:
+    """Every row of the lake, with the columns a covering index carries, as Spark reads them
+    from the index's own Parquet row files (Hyperspace's covering scan) and, for the lake's
+    files the index does not cover yet, from the lake (its hybrid scan); rows of files removed
+    or rewritten since indexing are left out. Registered as a view, it is a SQL table whose
+    queries open no data file the index covers; the row files are sorted by ``column`` (an
+    indexed column; None: the index's only one), so Spark's Parquet reader skips the row
+    groups a filter on it excludes. A carried column whose type the lake changed since
+    indexing is left out until a refresh."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    state = index.lake_state()
+    column = index.locate_column(column, state)
+    found = None if index.root.state == DELETED else index.kind_reader.row_files(column)
+    if found is None:
+        raise LakeseekError(
+            f"index '{index.name}' ({index.root.kind}) carries no rows: covering_frame needs a covering index"
+        )
+    paths, carried = found
+    schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
+    carried_schema = StructType([schema[name] for name in carried if index.serves(name, state)])
+    parts = []
+    if paths:
+        uris = [literal_path(index.storage.uri(f"{index.index_dir}/{path}")) for path in paths]
+        with_file = StructType([*carried_schema.fields, StructField(ROW_FILE, IntegerType())])
+        rows = spark.read.schema(with_file).parquet(*uris)
+        if index.root.lineage.removed or state.removed or state.changed:
+            # Rows of files removed or rewritten since (kept by the row files until a full optimize).
+            live = spark.createDataFrame(pa.table({ROW_FILE: pa.array(list(state.indexed), pa.int32())}))
+            rows = rows.join(F.broadcast(live), ROW_FILE, "left_semi")
+        parts.append(rows.drop(ROW_FILE))
+    if state.unindexed:
+        reader = spark.read.schema(schema).option("basePath", index.lake.uri)
+        frame = read_files(spark, index.lake, reader, sorted(state.unindexed), state.files)
+        parts.append(frame.select(*carried_schema.fieldNames()))
+    if not parts:
+        return spark.createDataFrame([], carried_schema)
+    return functools.reduce(lambda a, b: a.unionByName(b), parts)
 
 
 def read_files(

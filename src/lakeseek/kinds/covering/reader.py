@@ -84,6 +84,12 @@ class CoveringReader(KindReader):
     def key_type(self, column: str, column_type: pa.DataType) -> pa.DataType:
         return self.content.key_types[column]
 
+    def row_files(self, column: str) -> tuple[list[str], tuple[str, ...]] | None:
+        segments = self.content.segments_of(column)
+        # Segments built before a column was added to the index lack it.
+        carried = [c for c in self.content.stored_columns if all(c in s.carried for s in segments)]
+        return [row_file.path for s in segments for row_file in s.row_files], tuple(carried)
+
     def problems(self) -> list[str]:
         found = []
         for segment in self.content.segments:

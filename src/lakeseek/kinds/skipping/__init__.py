@@ -42,17 +42,19 @@ MAX_VALUE_LIST = 4096
 
 
 class SkippingKind(IndexKind):
-    """Options: ``bloom`` (a bloom filter per file and column, for = and IN; default True) and
+    """Options: ``bloom`` (a bloom filter per file and column, for = and IN; default True),
     ``value_list`` (files with at most this many distinct values keep them exactly instead of a
-    bloom filter; default 16, 0 for never)."""
+    bloom filter; default 16, 0 for never) and ``row_groups`` (sketch each row group of a file,
+    so that reads skip row groups too; default False)."""
 
     name = "skipping"
 
     def configure(self, options: Mapping[str, Any]) -> SkippingConfig:
-        check_options(self.name, options, ("bloom", "value_list"))
+        check_options(self.name, options, ("bloom", "value_list", "row_groups"))
         config = SkippingConfig(**options)
-        if not isinstance(config.bloom, bool):
-            raise LakeseekError(f"bloom must be true or false, not {config.bloom!r}")
+        for name in ("bloom", "row_groups"):
+            if not isinstance(getattr(config, name), bool):
+                raise LakeseekError(f"{name} must be true or false, not {getattr(config, name)!r}")
         check_whole_number("value_list", config.value_list, 0, MAX_VALUE_LIST)
         return config
 
@@ -106,7 +108,7 @@ class SkippingKind(IndexKind):
 
 def _written(segment: SketchSegment | None) -> tuple[SketchSegment, ...]:
     """A build's segment, left out when it sketches no file."""
-    return (segment,) if segment is not None and segment.files else ()
+    return (segment,) if segment is not None and segment.rows else ()
 
 
 __all__ = ["SkippingIndex", "SkippingKind"]

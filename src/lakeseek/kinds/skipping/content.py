@@ -26,20 +26,23 @@ DEFAULT_VALUE_LIST = 16
 @dataclass(frozen=True)
 class SkippingConfig:
     """``bloom``: a bloom filter per file and column (for = and IN); ``value_list``: files with
-    at most this many distinct values keep them exactly instead (0: never)."""
+    at most this many distinct values keep them exactly instead (0: never); ``row_groups``:
+    sketches per row group of each file rather than per file, so reads skip row groups too."""
 
     bloom: bool = True
     value_list: int = DEFAULT_VALUE_LIST
+    row_groups: bool = False
 
     def to_json(self) -> dict:
-        return {"bloom": self.bloom, "value_list": self.value_list}
+        return {"bloom": self.bloom, "value_list": self.value_list, "row_groups": self.row_groups}
 
     @classmethod
     def from_json(cls, raw: dict) -> SkippingConfig:
-        bloom, value_list = raw["bloom"], raw["value_list"]
-        if not isinstance(bloom, bool) or not isinstance(value_list, int) or isinstance(value_list, bool):
+        bloom, value_list, row_groups = raw["bloom"], raw["value_list"], raw["row_groups"]
+        flags = isinstance(bloom, bool) and isinstance(row_groups, bool)
+        if not flags or not isinstance(value_list, int) or isinstance(value_list, bool):
             raise ValueError("the skipping index's settings are malformed")
-        return cls(bloom, value_list)
+        return cls(bloom, value_list, row_groups)
 
 
 @dataclass(frozen=True)
@@ -86,11 +89,12 @@ class ColumnSummary:
 
 @dataclass(frozen=True)
 class SketchSegment:
-    """A sketch file: one row per data file, for ``columns`` (in the file as column numbers
-    0, 1, ... in this order: see :func:`.sketches.sketch_fields`)."""
+    """A sketch file: one row per data file (or row group of one), for ``columns`` (in the file
+    as column numbers 0, 1, ... in this order: see :func:`.sketches.sketch_fields`)."""
 
     path: str
     size: int
+    rows: int
     files: int
     columns: tuple[str, ...]
     summaries: tuple[ColumnSummary, ...]
@@ -102,6 +106,7 @@ class SketchSegment:
         return {
             "path": self.path,
             "size": self.size,
+            "rows": self.rows,
             "files": self.files,
             # A list: the file's column numbers follow this order (a JSON object's keys may be reordered).
             "columns": list(self.columns),
@@ -116,6 +121,7 @@ class SketchSegment:
         return cls(
             index_path(raw["path"]),
             int(raw["size"]),
+            int(raw["rows"]),
             int(raw["files"]),
             columns,
             tuple(ColumnSummary.from_json(s, key_types[c]) for c, s in zip(columns, raw["summaries"], strict=True)),
@@ -137,7 +143,7 @@ class SkippingIndex(SegmentedIndex):
                 ColumnStatus(
                     column,
                     str(key_type),
-                    sum(s.files for s in segments),
+                    sum(s.rows for s in segments),
                     len(segments),
                     len(segments),
                     sum(s.summary(column).bounds_bytes + s.summary(column).members_bytes for s in segments),

@@ -24,10 +24,10 @@ from lakeseek.format.bloom import FALSE_POSITIVE_RATE, filters_may_contain
 from lakeseek.format.root import Root
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import Storage
-from lakeseek.kinds.base import FILE_ID, LOCATION_SHIFT, REPAIR, Condition, KindReader, Lookup, Pattern, Range, Values
+from lakeseek.kinds.base import REPAIR, Condition, KindReader, Lookup, Pattern, Range, Values
 from lakeseek.kinds.keys import KeyRange, bound_key, is_nanoseconds, key_number
 from lakeseek.kinds.skipping.content import ColumnSummary, SketchSegment, SkippingIndex
-from lakeseek.kinds.skipping.sketches import BOUNDS, MEMBERS, read_segment
+from lakeseek.kinds.skipping.sketches import BOUNDS, MEMBERS, locations, read_segment
 
 # A segment's footer and its column chunks: about two reads.
 READS_PER_SEGMENT = 2
@@ -39,6 +39,7 @@ class SkippingReader(KindReader):
         self.index_dir = index_dir
         self.content: SkippingIndex = root.content
         self.schema = root.schema
+        self.row_groups = self.content.config.row_groups
         self._lock = threading.Lock()
         self._columns: dict[tuple[str, str], pa.Table] = {}  # (segment path, part) -> file_id + that part
 
@@ -78,14 +79,14 @@ class SkippingReader(KindReader):
             summary = segment.summary(column)
             wanted = summary.bounds_bytes + (summary.members_bytes if members else 0)
             index = index + Cost(READS_PER_SEGMENT, wanted)
-            candidates += min(segment.files, files_of(summary, segment.files))
+            candidates += min(segment.rows, files_of(summary, segment.rows))
         return Estimate(candidates, index)
 
     def problems(self) -> list[str]:
         found = []
         for segment in self.content.segments:
             try:
-                read_segment(self.storage, self._path(segment), segment.size, segment.files, [])
+                read_segment(self.storage, self._path(segment), segment.size, segment.rows, [])
             except IndexCorruptError as error:
                 found.append(f"{error}: queries on {', '.join(segment.columns)} read every file; {REPAIR}")
         return found
@@ -98,8 +99,7 @@ class SkippingReader(KindReader):
             sketches = self._sketches(segment, number, test.parts)
             keep = np.asarray(test.keep(sketches, number), dtype=bool)
             unknown = np.asarray(pc.is_null(sketches.column(f"nulls_{number}")), dtype=bool)
-            ids = sketches.column(FILE_ID).to_numpy()[keep | unknown]
-            found.append(ids.astype(np.int64) << LOCATION_SHIFT)
+            found.append(locations(sketches)[keep | unknown])
         return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
 
     def _sketches(self, segment: SketchSegment, number: int, parts: tuple[str, ...]) -> pa.Table:
@@ -110,13 +110,13 @@ class SkippingReader(KindReader):
             with self._lock:
                 known = self._columns.get(key)
             if known is None:
-                known = read_segment(self.storage, self._path(segment), segment.size, segment.files, [key[1]])
+                known = read_segment(self.storage, self._path(segment), segment.size, segment.rows, [key[1]])
                 with self._lock:
                     self._columns[key] = known
             tables.append(known)
         table = tables[0]
         for other in tables[1:]:
-            table = table.append_column(other.schema.field(1), other.column(1))
+            table = table.append_column(other.schema.field(-1), other.column(-1))
         return table
 
     def _path(self, segment: SketchSegment) -> str:

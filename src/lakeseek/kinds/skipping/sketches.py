@@ -1,14 +1,15 @@
-"""Sketch files: one row per data file, the sketches of each column (Hyperspace's data-skipping
-index, in-process).
+"""Sketch files: one row per data file (or per row group of one), the sketches of each column
+(Hyperspace's data-skipping index, in-process).
 
-A segment file is Parquet with ``file_id`` (int32, sorted) and, for the segment's ``n``-th
-column:
+A segment file is Parquet with ``file_id`` (int32) and ``row_group`` (int32; 0 where the index
+sketches whole files), sorted by both, and, for the segment's ``n``-th column, of the rows
+the segment row stands for:
 
-- ``min_n``, ``max_n`` (the key type): the file's lowest and highest non-NULL key (NULL when
-  the file holds none);
-- ``nulls_n`` (bool): whether the file holds NULL; NULL means *unknown* (a file merged in
+- ``min_n``, ``max_n`` (the key type): the lowest and highest non-NULL key (NULL when
+  there is none);
+- ``nulls_n`` (bool): whether they hold NULL; NULL means *unknown* (a file merged in
   without sketches of this column), and such a file is always read;
-- ``values_n`` (list of keys): the file's distinct non-NULL keys, when at most ``value_list``;
+- ``values_n`` (list of keys): their distinct non-NULL keys, when at most ``value_list``;
 - ``bloom_n`` (binary): otherwise a bloom filter of them (:mod:`lakeseek.format.bloom`).
 
 A lookup reads only the columns its condition needs (bounds for a range; bounds and members
@@ -29,7 +30,7 @@ from lakeseek.format.bloom import BloomFilter, keys_held
 from lakeseek.format.hashing import hash64
 from lakeseek.format.values import is_temporal_key, key_of, keys_of
 from lakeseek.io import Storage
-from lakeseek.kinds.base import FILE_ID
+from lakeseek.kinds.base import FILE_ID, LOCATION_SHIFT, ROW_GROUP
 from lakeseek.kinds.keys import key_number
 from lakeseek.kinds.skipping.content import ColumnSummary, SkippingConfig
 
@@ -48,7 +49,7 @@ def sketch_fields(number: int, key_type: pa.DataType) -> list[pa.Field]:
 
 
 def sketch_schema(key_types: list[pa.DataType]) -> pa.Schema:
-    fields = [pa.field(FILE_ID, pa.int32(), nullable=False)]
+    fields = [pa.field(FILE_ID, pa.int32(), nullable=False), pa.field(ROW_GROUP, pa.int32(), nullable=False)]
     for number, key_type in enumerate(key_types):
         fields.extend(sketch_fields(number, key_type))
     return pa.schema(fields)
@@ -74,10 +75,10 @@ def sketch(keys: pa.Array, config: SkippingConfig) -> tuple[dict, np.ndarray]:
     return row, hashes
 
 
-def rows_table(file_ids: list[int], rows: list[list[dict]], key_types: list[pa.DataType]) -> pa.Table:
-    """Sketch rows (per file, one dict per column) as a table of :func:`sketch_schema`."""
+def rows_table(places: list[tuple[int, int]], rows: list[list[dict]], key_types: list[pa.DataType]) -> pa.Table:
+    """Sketch rows (per ``(file_id, row_group)``, one dict per column) as a table of :func:`sketch_schema`."""
     schema = sketch_schema(key_types)
-    data: dict[str, list] = {FILE_ID: file_ids}
+    data: dict[str, list] = {FILE_ID: [p[0] for p in places], ROW_GROUP: [p[1] for p in places]}
     for number in range(len(key_types)):
         for part in (*BOUNDS, *MEMBERS):
             data[f"{part}_{number}"] = [row[number][part] for row in rows]
@@ -110,7 +111,7 @@ def summarize(
         files_per_value=float(files_per_value),
         distinct=float(distinct),
         span_share=min(max(span_share, 0.0), 1.0),
-        bounds_bytes=sum(sizes[f"{part}_{number}"] for part in BOUNDS) + sizes[FILE_ID],
+        bounds_bytes=sum(sizes[f"{part}_{number}"] for part in BOUNDS) + sizes[FILE_ID] + sizes[ROW_GROUP],
         members_bytes=sum(sizes[f"{part}_{number}"] for part in MEMBERS),
     )
 
@@ -157,14 +158,22 @@ def encode_segment(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def read_segment(storage: Storage, path: str, size: int, files: int, columns: list[str] | None) -> pa.Table:
-    """Columns of a segment file (all: None), checked to be what the root says it is."""
+def locations(table: pa.Table) -> np.ndarray:
+    """Each sketch row's data file and row group, as a location (``lakeseek.kinds.base``)."""
+    file_ids = table.column(FILE_ID).to_numpy().astype(np.int64)
+    return (file_ids << LOCATION_SHIFT) | table.column(ROW_GROUP).to_numpy().astype(np.int64)
+
+
+def read_segment(storage: Storage, path: str, size: int, rows: int, columns: list[str] | None) -> pa.Table:
+    """Columns of a segment file (all: None) with ``file_id`` and ``row_group``, checked to be
+    what the root says it is."""
     try:
         with storage.open_input(path, size) as source:
             parquet = pq.ParquetFile(source)
-            if parquet.metadata.num_rows != files or FILE_ID not in parquet.schema_arrow.names:
-                raise IndexCorruptError(f"sketch file {path} does not hold the {files:,} rows its index names")
-            return parquet.read(columns=None if columns is None else [FILE_ID, *columns])
+            names = parquet.schema_arrow.names
+            if parquet.metadata.num_rows != rows or FILE_ID not in names or ROW_GROUP not in names:
+                raise IndexCorruptError(f"sketch file {path} does not hold the {rows:,} rows its index names")
+            return parquet.read(columns=None if columns is None else [FILE_ID, ROW_GROUP, *columns])
     except IndexCorruptError:
         raise
     except (OSError, ValueError, KeyError, pa.ArrowException) as error:
