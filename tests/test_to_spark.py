@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 
 import lakeseek
-from lakeseek.spark import to_spark
-from tests.lakes import ids, matching
+from lakeseek.spark import covering_frame, to_spark
+from tests.lakes import INDEXABLE, ids, matching
 
 pytestmark = pytest.mark.spark
 
@@ -72,3 +72,28 @@ def test_same_rows_as_spark_after_the_lake_changed(spark, lake_copy):
     index = lakeseek.open_index(lake_copy)
     for where in ("id = 3", "id = 200", "code = 7"):
         assert _rows(to_spark(index, spark, where)) == _rows(spark.read.parquet(lake_copy).where(where))
+
+
+@pytest.fixture(scope="module")
+def covered_typed_lake(tmp_path_factory, typed_lake):
+    """A copy of the typed lake with a covering index carrying every column (every type, NULLs,
+    the hive partition column), keyed by id and name."""
+    import shutil
+
+    root = str(tmp_path_factory.mktemp("covered_typed") / "lake")
+    shutil.copytree(typed_lake, root, ignore=shutil.ignore_patterns("_lakeseek"))
+    carried = [c for c in INDEXABLE if c not in ("id", "name")] + ["score"]
+    lakeseek.create_index(root, ["id", "name"], kind="covering", engine="local", include=carried, chunk_rows=16)
+    return root
+
+
+@pytest.mark.parametrize(("where", "spark_where", "tree"), CASES)
+def test_covering_frame_gives_spark_over_the_lakes_rows(spark, covered_typed_lake, where, spark_where, tree):
+    index = lakeseek.open_index(covered_typed_lake)
+    full = spark.read.parquet(covered_typed_lake)
+    for column in ("id", "name"):
+        frame = covering_frame(index, spark, column)
+        assert sorted(frame.columns) == sorted(full.columns)
+        expected = full.where(spark_where).select(*frame.columns)
+        assert _rows(frame.where(spark_where)) == _rows(expected), (column, spark_where)
+        assert frame.schema == expected.schema
