@@ -8,6 +8,7 @@ cheapest. ``refresh_index``, ``optimize_index``, ``delete_index``, ``restore_ind
 
 from __future__ import annotations
 
+from lakeseek import layout  # noqa: F401 (registers the OTree lake source)
 from lakeseek.commits.log import LogEntry
 from lakeseek.exceptions import (
     CommitFailedError,

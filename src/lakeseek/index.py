@@ -40,11 +40,12 @@ from lakeseek.lake.rows import concat_rows
 from lakeseek.lake.schemas import current_partition_types, merge_schemas, spark_schema_json, with_partition_types
 from lakeseek.lake.state import Changes, LakeState, compare
 from lakeseek.lake.statistics import file_statistics
+from lakeseek.layout import with_sample
 from lakeseek.locate import FILE, exact_keys, locate_keys, scan_keys
 from lakeseek.location import DEFAULT_NAME, LakeLike, Location, as_indexed, index_names, locate
 from lakeseek.planning import Explanation, Fallback, Plan, Planner, Prepared, explanation, full_scan
 from lakeseek.planning.what_if import IndexSpec, WhatIf, specs_of, stored_columns, what_if
-from lakeseek.sources.base import Snapshot
+from lakeseek.sources.base import LakeSource, Snapshot
 from lakeseek.status import IndexStatus, index_status
 
 # How often a handle takes the lake's snapshot: every query, once, or when the last one is older
@@ -212,23 +213,32 @@ class Index:
         state = state or self.lake_state()
         return self._plan(self.bind(where, state), state)
 
-    def files(self, where: str) -> list[str]:
-        """Paths of the data files that may hold rows matching ``where`` (SQL)."""
-        return [self.lake.shown(path) for path in self.plan(where).files]
+    def files(self, where: str, *, sample: float | None = None) -> list[str]:
+        """Paths of the data files that may hold rows matching ``where`` (SQL), of a ``sample``
+        when given (see :meth:`read`)."""
+        state = self.lake_state()
+        return [self.lake.shown(path) for path in self._plan(self._sampled(where, sample, state), state).files]
 
-    def read(self, where: str, columns: list[str] | None = None) -> pa.Table:
-        """The rows matching ``where``, read with pyarrow from the candidate files only."""
-        return self.query(where, columns)[0]
+    def read(self, where: str, columns: list[str] | None = None, *, sample: float | None = None) -> pa.Table:
+        """The rows matching ``where``, read with pyarrow from the candidate files only. On a
+        lake in OTree layout (:mod:`lakeseek.layout`), ``sample`` (a fraction in (0, 1]) keeps
+        the rows of weight below it: deterministic, and a smaller sample inside a larger one."""
+        return self.query(where, columns, sample=sample)[0]
 
-    def query(self, where: str, columns: list[str] | None = None) -> tuple[pa.Table, Plan]:
+    def query(
+        self, where: str, columns: list[str] | None = None, *, sample: float | None = None
+    ) -> tuple[pa.Table, Plan]:
         """:meth:`read`, with the plan it read by (for callers that report staleness or fallbacks)."""
         state = self.lake_state()
-        predicate = self.bind(where, state)
+        predicate = self._sampled(where, sample, state)
         covered = self.covered_read(predicate, columns, state)
         if covered is not None:
             return covered
         chosen = self._plan(predicate, state)
         return self.read_files(chosen.files, predicate, columns, chosen.row_groups, state), chosen
+
+    def _sampled(self, where: str | Predicate, sample: float | None, state: LakeState) -> Predicate:
+        return with_sample(self.bind(where, state), sample, self.schema_of(state), self.lake.shown_root)
 
     def covered_read(
         self, predicate: Predicate, columns: list[str] | None, state: LakeState
@@ -491,8 +501,13 @@ class Index:
 
     def prepare(self, predicate: Predicate, state: LakeState) -> Prepared:
         """The plan of a bound ``predicate`` in the lake as ``state`` lists it, estimated from
-        the index's root; running it looks the index up. Used to weigh several indexes of a
-        lake against each other (:mod:`lakeseek.indexes`) before reading any of them."""
+        the index's root; running it looks the index up, then lets the lake's own layout
+        (:meth:`LakeSource.prune`) drop files that cannot match. Used to weigh several indexes
+        of a lake against each other (:mod:`lakeseek.indexes`) before reading any of them."""
+        prepared = self._prepare(predicate, state)
+        return dataclasses.replace(prepared, run=lambda: pruned(self.lake, prepared.run(), predicate))
+
+    def _prepare(self, predicate: Predicate, state: LakeState) -> Prepared:
         if self.root.state == DELETED:
             reason = f"index '{self.name}' is deleted (restore it to use it): every file is read"
             return Prepared.of(full_scan(state.files, reason, Fallback.DELETED))
@@ -528,3 +543,13 @@ class Index:
         if self._shared.first_time(reason):
             log.warning("%s", reason)
         return reason, fallback
+
+
+def pruned(lake: LakeSource, plan: Plan, predicate: Predicate) -> Plan:
+    """``plan`` without the files the lake's own layout says hold no matching row."""
+    kept = lake.prune(plan.files, predicate)
+    if len(kept) == len(plan.files):
+        return plan
+    note = f"the lake's layout leaves {len(kept):,} of {len(plan.files):,} candidate files"
+    row_groups = {path: groups for path, groups in plan.row_groups.items() if path in set(kept)}
+    return dataclasses.replace(plan, files=kept, row_groups=row_groups, notes=(*plan.notes, note))

@@ -13,6 +13,7 @@ the closed unit space is covered.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -134,23 +135,30 @@ def _upper_halves(mask: int, dimensions: int) -> np.ndarray:
     return np.array([mask >> (dimensions - 1 - i) & 1 for i in range(dimensions)], dtype=np.float64)
 
 
-def level_masks(points: np.ndarray, depth: int) -> np.ndarray:
-    """For ``points`` (n x d, each coordinate in [0, 1]), the child index taken at each of the
-    first ``depth`` levels (n x depth, int64): the path from the root to the depth-``depth``
-    cube holding each point, computed for all points at once as qbeast descends one point
-    (double the coordinate; at 1 or more, take the upper half and subtract 1)."""
-    points = np.array(points, dtype=np.float64, ndmin=2)
-    if points.size and (np.isnan(points).any() or points.min() < 0.0 or points.max() > 1.0):
+def descend(points: np.ndarray) -> Iterator[np.ndarray]:
+    """For ``points`` (n x d, each coordinate in [0, 1]), the child index each takes at level
+    0, 1, 2, ... (int64 arrays of n), endlessly: qbeast's descent of one point (double the
+    coordinate; at 1 or more, take the upper half and subtract 1), for all points at once."""
+    current = np.array(points, dtype=np.float64, ndmin=2)
+    if current.size and (np.isnan(current).any() or current.min() < 0.0 or current.max() > 1.0):
         raise ValueError("normalized coordinates must lie in [0, 1]")
-    count, dimensions = points.shape
+    dimensions = current.shape[1]
     weights = 1 << np.arange(dimensions - 1, -1, -1, dtype=np.int64)  # dimension 0 most significant
-    masks = np.zeros((count, depth), dtype=np.int64)
-    current = points.copy()
-    for level in range(depth):
+    while True:
         current *= 2.0
         upper = current >= 1.0
         current -= upper
-        masks[:, level] = upper.astype(np.int64) @ weights
+        yield upper.astype(np.int64) @ weights
+
+
+def level_masks(points: np.ndarray, depth: int) -> np.ndarray:
+    """The child index each point takes at each of the first ``depth`` levels (n x depth):
+    the path from the root to the depth-``depth`` cube holding it."""
+    points = np.array(points, dtype=np.float64, ndmin=2)
+    masks = np.zeros((points.shape[0], depth), dtype=np.int64)
+    levels = descend(points)
+    for level in range(depth):
+        masks[:, level] = next(levels)
     return masks
 
 

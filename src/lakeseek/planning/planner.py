@@ -189,7 +189,7 @@ class Planner:
     def _condition(self, predicate: Predicate | Range) -> Condition | _All | _None:
         """A leaf of the predicate as the condition on its column an index is asked about."""
         column = predicate.column
-        if isinstance(predicate, Comparison) and not _exact(predicate, self._column_type(column)):
+        if isinstance(predicate, Comparison) and not compares_exactly(predicate, self._column_type(column)):
             return self._float_range(predicate)
         if isinstance(predicate, Comparison) and predicate.op == "=":
             return Values(column, (predicate.literal.value,))
@@ -331,7 +331,7 @@ def _conjuncts(predicate: Predicate) -> list[Predicate]:
     return [predicate]
 
 
-def _exact(comparison: Comparison, column_type: pa.DataType) -> bool:
+def compares_exactly(comparison: Comparison, column_type: pa.DataType) -> bool:
     """Whether the comparison is made in the column's own values (see lakeseek.expressions.binding):
     in its type, or another width of text or bytes (``binary`` for a ``large_binary`` column)."""
     literal_type = comparison.literal.type
@@ -348,7 +348,8 @@ def _merged_ranges(parts: list[Predicate], column_type: Callable[[str], pa.DataT
     ranges: dict[str, Range] = {}
     others: list[Predicate | Range] = []
     for part in parts:
-        if isinstance(part, Comparison) and part.op in _RANGE_OPERATORS and _exact(part, column_type(part.column)):
+        exact = isinstance(part, Comparison) and compares_exactly(part, column_type(part.column))
+        if exact and part.op in _RANGE_OPERATORS:
             single = _range_of(part)
             ranges[part.column] = _narrower(ranges[part.column], single) if part.column in ranges else single
         else:

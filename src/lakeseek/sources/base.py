@@ -16,7 +16,7 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,9 @@ from lakeseek.lake.formats import PARQUET, DataFormat
 from lakeseek.lake.formats.base import ColumnStatistics
 from lakeseek.lake.schemas import merge_schemas, spark_schema_json
 from lakeseek.lake.state import Changes
+
+if TYPE_CHECKING:
+    from lakeseek.expressions import Predicate
 
 _EMPTY_SPARK_SCHEMA = '{"type": "struct", "fields": []}'
 
@@ -189,6 +192,12 @@ class LakeSource(ABC):
         ones too). A column it records only in part, or not exactly enough to bound its values, is
         left out: such a file is read instead. A source without such metadata records nothing."""
         return {}
+
+    def prune(self, files: Sequence[str], predicate: Predicate) -> list[str]:
+        """The files of ``files`` that may hold rows the bound ``predicate`` keeps, by what the
+        source's own layout records of them (an OTree lake's blocks); a source that records
+        nothing of the kind keeps them all. Never drops a file that holds a matching row."""
+        return list(files)
 
     def deleted_rows(self, file: str, stamp: Stamp | None) -> np.ndarray | None:
         """The positions (ascending) of the rows the source deleted from data file ``file``

@@ -1,0 +1,253 @@
+"""An OTree lake's metadata: its log, revisions, files and their blocks (docs/format.md §14).
+
+The lake is a directory: data files under ``data/``, and ``_lakeseek_layout/log/`` holding
+numbered JSON entries, each the whole state of one version (the schema, the revisions, every
+live file with its blocks and column bounds). Entries are created with put-if-absent, so of
+two writers racing for a version exactly one wins and the other rebases and tries again; a
+data file becomes part of the lake only when an entry names it, so a failed or retried task
+leaves invisible files, never half a write.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakeseek.commits.log import decode_entry, encode_entry, is_entry_name
+from lakeseek.exceptions import CommitFailedError, IndexCorruptError, LakeNotFoundError
+from lakeseek.format import values
+from lakeseek.io import Storage
+from lakeseek.layout.cubes import Cube
+from lakeseek.layout.transforms import Transformation
+
+LAYOUT_DIR = "_lakeseek_layout"
+DATA_DIR = "data"
+FORMAT = "lakeseek-layout"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A space: the layout columns' transformations and the cube size. A write whose values
+    fit a revision adds to it; one that does not opens a new revision."""
+
+    id: int
+    cube_size: int
+    transformations: tuple[Transformation, ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(t.column for t in self.transformations)
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "cube_size": self.cube_size, "columns": [t.to_json() for t in self.transformations]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Revision:
+        return cls(data["id"], data["cube_size"], tuple(Transformation.from_json(t) for t in data["columns"]))
+
+
+@dataclass(frozen=True)
+class Block:
+    """The rows of one cube in one file: their lowest weight, the cube's maximum weight when
+    written (stored int32 domain: every row of the block has ``min_weight <= w <= max_weight``)
+    and how many there are."""
+
+    cube: str
+    min_weight: int
+    max_weight: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class LayoutFile:
+    path: str  # relative to the lake's root
+    size: int
+    rows: int
+    revision: int
+    blocks: tuple[Block, ...]
+    # Per column: [lowest, highest, NULLs] in the column's storage values (see stored_value).
+    statistics: dict = field(default_factory=dict)
+    written_ms: int = 0
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "size": self.size,
+            "rows": self.rows,
+            "revision": self.revision,
+            "blocks": [[b.cube, b.min_weight, b.max_weight, b.rows] for b in self.blocks],
+            "statistics": self.statistics,
+            "written_ms": self.written_ms,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> LayoutFile:
+        blocks = tuple(Block(c, int(low), int(high), int(n)) for c, low, high, n in data["blocks"])
+        return cls(
+            data["path"], data["size"], data["rows"], data["revision"], blocks, data["statistics"], data["written_ms"]
+        )
+
+
+@dataclass(frozen=True)
+class LayoutState:
+    """One version of an OTree lake."""
+
+    version: int
+    schema: pa.Schema
+    revisions: tuple[Revision, ...]
+    files: dict[str, LayoutFile]
+    operation: str = "write"
+    timestamp_ms: int = 0
+
+    def revision(self, revision_id: int) -> Revision:
+        return next(r for r in self.revisions if r.id == revision_id)
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files.values())
+
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "version": self.version,
+            "operation": self.operation,
+            "timestamp_ms": self.timestamp_ms,
+            "schema": values.serialize_schema(self.schema),
+            "revisions": [r.to_json() for r in self.revisions],
+            "files": [f.to_json() for f in sorted(self.files.values(), key=lambda f: f.path)],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict, where: str) -> LayoutState:
+        if data.get("format") != FORMAT or data.get("format_version") != FORMAT_VERSION:
+            raise IndexCorruptError(
+                f"{where} is not a lakeseek layout entry of format version {FORMAT_VERSION} "
+                f"(found {data.get('format')!r} {data.get('format_version')!r})"
+            )
+        try:
+            files = [LayoutFile.from_json(f) for f in data["files"]]
+            return cls(
+                data["version"],
+                values.deserialize_schema(data["schema"]),
+                tuple(Revision.from_json(r) for r in data["revisions"]),
+                {f.path: f for f in files},
+                data["operation"],
+                data["timestamp_ms"],
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise IndexCorruptError(f"{where} is not a whole layout entry ({error})") from error
+
+
+class LayoutLog:
+    """The numbered entries of an OTree lake at ``root``."""
+
+    def __init__(self, storage: Storage, root: str) -> None:
+        self.storage = storage
+        self.root = root
+        self.log_dir = f"{root}/{LAYOUT_DIR}/log"
+
+    def entry_path(self, version: int) -> str:
+        return f"{self.log_dir}/{version:020d}.json"
+
+    def exists(self) -> bool:
+        return bool(self.versions())
+
+    def versions(self) -> list[int]:
+        if not self.storage.is_dir(self.log_dir):
+            return []
+        names = (status.path.rsplit("/", 1)[-1] for status in self.storage.list_files(self.log_dir, recursive=False))
+        return sorted(int(name[:20]) for name in names if is_entry_name(name))
+
+    def latest(self) -> LayoutState:
+        versions = self.versions()
+        if not versions:
+            raise LakeNotFoundError(f"no lakeseek layout at {self.storage.uri(self.root)}")
+        return self.read(versions[-1])
+
+    def read(self, version: int) -> LayoutState:
+        path = self.entry_path(version)
+        try:
+            data = self.storage.read(path)
+        except FileNotFoundError as error:
+            raise LakeNotFoundError(f"layout version {version} not found at {path}") from error
+        state = LayoutState.from_json(decode_entry(data, path), path)
+        if state.version != version:
+            raise IndexCorruptError(f"layout log entry {path} holds version {state.version}, not {version}")
+        return state
+
+    def commit(self, state: LayoutState) -> None:
+        """Create ``state``'s entry, or CommitFailedError when another writer took its version."""
+        try:
+            self.storage.put_if_absent(self.entry_path(state.version), encode_entry(state.to_json()))
+        except FileExistsError as error:
+            raise CommitFailedError(f"another writer committed layout version {state.version} first") from error
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# -- column bounds ------------------------------------------------------------------------------
+def has_bounds(arrow_type: pa.DataType) -> bool:
+    """Columns whose files record bounds: ordered types SQL compares exactly (no floats)."""
+    if pa.types.is_floating(arrow_type):
+        return False
+    try:
+        values.key_type_for(arrow_type, "")
+    except Exception:
+        return False
+    return True
+
+
+def storage_array(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Values in the form bounds compare them: dates and timestamps as their integers (in the
+    column's unit), dictionaries decoded; everything else as it is."""
+    if pa.types.is_dictionary(array.type):
+        array = array.cast(array.type.value_type)
+    if pa.types.is_date(array.type) or pa.types.is_timestamp(array.type):
+        array = array.cast(pa.int32() if pa.types.is_date32(array.type) else pa.int64())
+    return array
+
+
+def encode_bound(value: object) -> object:
+    if isinstance(value, bytes):
+        return {"b64": base64.b64encode(value).decode()}
+    if isinstance(value, Decimal):
+        return {"decimal": str(value)}
+    return value
+
+
+def decode_bound(raw: object) -> object:
+    if isinstance(raw, dict):
+        return base64.b64decode(raw["b64"]) if "b64" in raw else Decimal(raw["decimal"])
+    return raw
+
+
+def file_statistics(table: pa.Table) -> dict:
+    """Per column with bounds: ``[lowest, highest, NULLs]`` (lowest and highest None when the
+    file holds no non-NULL value)."""
+    found = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if not has_bounds(column.type):
+            continue
+        extremes = pc.min_max(storage_array(column))
+        low, high = extremes["min"].as_py(), extremes["max"].as_py()
+        found[name] = [encode_bound(low), encode_bound(high), column.null_count]
+    return found
+
+
+def block_boxes(dimensions: int, cubes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The boxes (low and high corners, n x dimensions) of cubes named in qbeast's form."""
+    low = np.zeros((len(cubes), dimensions))
+    for i, name in enumerate(cubes):
+        low[i] = Cube.from_string(dimensions, name).low
+    depth = np.array([len(name) for name in cubes]) // max(1, -(-dimensions // 6))
+    return low, low + (2.0**-depth)[:, None]

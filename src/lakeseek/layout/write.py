@@ -1,0 +1,455 @@
+"""Writing, converting and optimizing OTree lakes (seed 002).
+
+A write takes a Spark DataFrame (the work runs on Spark) or an Arrow table (in this
+process). It gives every row a weight once, stored in ``_lakeseek_weight``: Murmur3 of the
+layout columns *and the row's position* (so duplicate keys get distinct weights, unlike
+qbeast's hash of the keys alone), kept as written ever after. Then: one pass for the count
+and the linear columns' ranges; one for the sample (the rows of weight below a threshold);
+the revision (reused when the values fit it); the tree and roll-up from the sample; and the
+files, each written by one task. Finally the commit: put-if-absent of the next log entry,
+rebased and retried when another writer got there first, and an error (never silence) when
+it cannot be.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pyarrow as pa
+
+from lakeseek.exceptions import CommitFailedError, IncompatibleSchemaError, InvalidArgumentError, UnknownColumnError
+from lakeseek.format.hashing import hash64, mix64
+from lakeseek.io import storage_for
+from lakeseek.layout.table import LayoutFile, LayoutLog, LayoutState, Revision, now_ms
+from lakeseek.layout.tasks import WritePlan, write_task
+from lakeseek.layout.transforms import (
+    LINEAR,
+    QUANTILES,
+    Transformation,
+    check_kind,
+    default_kind,
+    linear,
+    numbers,
+    quantiles,
+)
+from lakeseek.layout.tree import OFFSET, SPAN, WEIGHT, estimate, roll_up, unsigned
+
+DEFAULT_CUBE_SIZE = 100_000
+SAMPLE_ROWS = 1_000_000  # rows the tree is estimated from (all of them below this)
+COMMIT_ATTEMPTS = 20
+MODES = ("append", "overwrite")
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    column: str
+    kind: str
+
+
+def parse_columns(columns: Sequence[str], schema: pa.Schema) -> list[ColumnSpec]:
+    """``["a:linear", "b:hash", "c"]`` against the data's schema (a bare name: the type's default)."""
+    if isinstance(columns, str):
+        columns = [part.strip() for part in columns.split(",") if part.strip()]
+    if not columns:
+        raise InvalidArgumentError("a layout needs at least one column (columns=['a:linear', ...])")
+    found = []
+    for spec in columns:
+        name, _, kind = spec.partition(":")
+        if name == WEIGHT or name not in schema.names:
+            known = ", ".join(n for n in schema.names if n != WEIGHT)
+            raise UnknownColumnError(f"unknown layout column '{name}' (columns: {known})")
+        arrow_type = schema.field(name).type
+        kind = kind or default_kind(arrow_type)
+        check_kind(name, kind, arrow_type)
+        found.append(ColumnSpec(name, kind))
+    if len({spec.column for spec in found}) < len(found):
+        raise InvalidArgumentError("a layout column is named twice")
+    return found
+
+
+# -- the input: an Arrow table here, or a Spark DataFrame ------------------------------------------
+class ArrowInput:
+    """Rows already in this process."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+
+    def with_weights(self, columns: Sequence[str]) -> None:
+        kept = self.table.column(WEIGHT) if WEIGHT in self.table.column_names else None
+        if kept is not None and kept.type == pa.int32() and not kept.null_count:
+            return  # rows of an OTree lake keep their weights (optimize, convert)
+        mixed = np.arange(self.table.num_rows, dtype=np.uint64)
+        for name in columns:
+            mixed = mix64(mixed ^ _value_hashes(self.table.column(name)))
+        weights = ((mixed >> np.uint64(32)).astype(np.int64) - OFFSET).astype(np.int32)
+        if kept is not None:
+            self.table = self.table.drop_columns([WEIGHT])
+        self.table = self.table.append_column(WEIGHT, pa.array(weights, pa.int32()))
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.table.schema
+
+    def ranges(self, columns: Sequence[str]) -> tuple[int, dict[str, tuple[float | None, float | None]]]:
+        return self.table.num_rows, {name: finite_range(numbers(self.table.column(name))) for name in columns}
+
+    def sample(self, columns: Sequence[str], below: int) -> pa.Table:
+        import pyarrow.compute as pc
+
+        keep = pc.less(self.table.column(WEIGHT), below - OFFSET) if below < SPAN else None
+        table = self.table.select([*columns, WEIGHT])
+        return table if keep is None else table.filter(keep)
+
+    def write(self, plan: WritePlan) -> list[dict]:
+        return write_task(self.table.to_batches(max_chunksize=1 << 18), plan)
+
+
+def _value_hashes(column: pa.ChunkedArray) -> np.ndarray:
+    """64-bit hashes of a column's values (floating point by its bits)."""
+    if pa.types.is_floating(column.type):
+        return mix64(numbers(column.cast(pa.float64())).view(np.uint64))
+    return hash64(column)
+
+
+class SparkInput:
+    """Rows of a Spark DataFrame: every pass is a Spark job."""
+
+    def __init__(self, frame) -> None:
+        self.frame = frame
+
+    def with_weights(self, columns: Sequence[str]) -> None:
+        from pyspark.sql import functions as F
+
+        weight = F.hash(*[F.col(f"`{name}`") for name in columns], F.monotonically_increasing_id())
+        if WEIGHT in self.frame.columns:  # rows of an OTree lake keep their weights (optimize, convert)
+            weight = F.coalesce(F.col(WEIGHT).cast("int"), weight)
+        self.frame = self.frame.withColumn(WEIGHT, weight)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.frame.limit(0).toArrow().schema
+
+    def ranges(self, columns: Sequence[str]) -> tuple[int, dict[str, tuple[float | None, float | None]]]:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import DoubleType, FloatType
+
+        aggregates = [F.count(F.lit(1))]
+        types = {f.name: f.dataType for f in self.frame.schema.fields}
+        for name in columns:
+            column = F.col(f"`{name}`")
+            if isinstance(types[name], DoubleType | FloatType):
+                column = F.when(~F.isnan(column) & (F.abs(column) != float("inf")), column)
+            aggregates += [F.min(column), F.max(column)]
+        row = self.frame.agg(*aggregates).collect()[0]
+        schema = self.schema
+        found = {}
+        for i, name in enumerate(columns):
+            low, high = row[1 + 2 * i], row[2 + 2 * i]
+            found[name] = finite_range(numbers(pa.array([low, high], schema.field(name).type)))
+        return int(row[0]), found
+
+    def sample(self, columns: Sequence[str], below: int) -> pa.Table:
+        from pyspark.sql import functions as F
+
+        frame = self.frame.select(*[F.col(f"`{name}`") for name in [*columns, WEIGHT]])
+        if below < SPAN:
+            frame = frame.where(F.col(WEIGHT) < below - OFFSET)
+        return frame.toArrow()
+
+    def write(self, plan: WritePlan) -> list[dict]:
+        from pyspark.sql import functions as F
+
+        columns = [*plan.revision.columns, WEIGHT]
+
+        @F.arrow_udf("int")
+        def file_of(*arrays: pa.Array) -> pa.Array:
+            return pa.array(plan.assign(pa.Table.from_arrays(list(arrays), names=columns)).file, pa.int32())
+
+        def task(batches):
+            for entry in write_task(batches, plan):
+                yield pa.RecordBatch.from_pylist([{"file": json.dumps(entry)}])
+
+        frame = self.frame.withColumn("__lakeseek_file", file_of(*[F.col(f"`{name}`") for name in columns]))
+        frame = frame.repartition(max(1, plan.rollup.files), "__lakeseek_file")
+        rows = frame.mapInArrow(task, "file string").collect()
+        return [json.loads(row["file"]) for row in rows]
+
+
+def finite_range(values: np.ndarray) -> tuple[float | None, float | None]:
+    finite = values[np.isfinite(values)]
+    return (float(finite.min()), float(finite.max())) if len(finite) else (None, None)
+
+
+def _input(data) -> ArrowInput | SparkInput:
+    if isinstance(data, pa.Table):
+        return ArrowInput(data)
+    if hasattr(data, "sparkSession") and hasattr(data, "mapInArrow"):
+        return SparkInput(data)
+    raise InvalidArgumentError(f"a layout writes a Spark DataFrame or a pyarrow Table, not {type(data).__name__}")
+
+
+# -- writing ----------------------------------------------------------------------------------------
+def write(
+    data,
+    location: str,
+    columns: Sequence[str],
+    *,
+    cube_size: int = DEFAULT_CUBE_SIZE,
+    mode: str = "append",
+    max_file_rows: int | None = None,
+    headroom: float = 0.0,
+    storage_options: Mapping[str, object] | None = None,
+) -> LayoutState:
+    """Write ``data`` (a Spark DataFrame, or a pyarrow Table written in this process) to the
+    OTree lake at ``location`` laid out by ``columns`` (``"name:linear"``, ``"name:hash"``,
+    ``"name:quantiles"``, or a bare name for its type's default) in cubes of about
+    ``cube_size`` rows, files of at most ``max_file_rows`` (default 4 cubes). ``mode``:
+    ``append`` (a new revision only when a linear column's values leave the revision's range,
+    or the columns or cube size change) or ``overwrite``. ``headroom``: when a new revision
+    opens because values left a range, widen the range by this share of its width on that side
+    (1.0 doubles it), so that a column growing with every append (a timestamp) opens a revision
+    per doubling, not per append. Returns the committed state."""
+    if mode not in MODES:
+        raise InvalidArgumentError(f"unknown write mode {mode!r} (use {' or '.join(MODES)})")
+    if cube_size < 1 or (max_file_rows is not None and max_file_rows < 1) or headroom < 0:
+        raise InvalidArgumentError("cube_size and max_file_rows are positive, headroom at least 0")
+    source = _input(data)
+    specs = parse_columns(columns, source.schema)
+    storage, root = storage_for(location, storage_options)
+    log = LayoutLog(storage, root)
+    base = log.latest() if log.exists() else None
+    source.with_weights([spec.column for spec in specs])
+    schema = source.schema
+    if base is not None and mode == "append" and base.files and not _same_schema(base.schema, schema):
+        raise IncompatibleSchemaError(
+            f"the rows' schema differs from the layout's at {location}: append rows of its schema, or overwrite"
+        )
+    linear_columns = [spec.column for spec in specs if spec.kind == LINEAR]
+    rows, ranges = source.ranges(linear_columns)
+    if rows == 0 and mode == "append":
+        return base if base is not None else _commit(log, None, None, [], mode, schema, location)
+    below = SPAN if rows <= SAMPLE_ROWS else math.ceil(SAMPLE_ROWS / rows * SPAN)
+    sample = source.sample([spec.column for spec in specs], below)
+    current = base if mode == "append" else None
+    revision = _revision(current, specs, ranges, sample, cube_size, headroom)
+    plan = _plan(location, storage_options, schema, revision, sample, rows, below, max_file_rows)
+    written = source.write(plan)
+    return _commit(log, base, revision, written, mode, schema, location)
+
+
+def _plan(
+    location, storage_options, schema, revision: Revision, sample: pa.Table, rows: int, below: int, max_file_rows
+):
+    points = np.column_stack([t.positions(sample.column(t.column)) for t in revision.transformations])
+    weights = unsigned(sample.column(WEIGHT).to_numpy(zero_copy_only=False))
+    tree = estimate(points, weights, rows, below, revision.cube_size)
+    rollup = roll_up(tree, max_file_rows or 4 * revision.cube_size)
+    row_groups = max(4096, revision.cube_size // 8)
+    return WritePlan(location, schema, revision, tree, rollup, row_groups, dict(storage_options or {}))
+
+
+def _same_schema(a: pa.Schema, b: pa.Schema) -> bool:
+    return a.names == b.names and all(x.type.equals(y.type) for x, y in zip(a, b, strict=True))
+
+
+def _revision(
+    base: LayoutState | None,
+    specs: list[ColumnSpec],
+    ranges: dict[str, tuple[float | None, float | None]],
+    sample: pa.Table,
+    cube_size: int,
+    headroom: float,
+) -> Revision:
+    """The newest matching revision when the values fit it, else a new one."""
+    wanted = [(spec.column, spec.kind) for spec in specs]
+    previous = None
+    if base is not None:
+        for revision in reversed(base.revisions):
+            if [(t.column, t.kind) for t in revision.transformations] == wanted and revision.cube_size == cube_size:
+                previous = revision
+                break
+    if previous is not None and all(t.covers(*ranges.get(t.column, (None, None))) for t in previous.transformations):
+        return previous
+    transformations = []
+    for spec in specs:
+        old = None if previous is None else next(t for t in previous.transformations if t.column == spec.column)
+        if spec.kind == LINEAR:
+            low, high = ranges[spec.column]
+            low, high = (0.0, 0.0) if low is None else (low, high)
+            if old is not None:
+                width = max(max(high, old.high) - min(low, old.low), 0.0)
+                low = min(low, old.low) - (headroom * width if low < old.low else 0.0)
+                high = max(high, old.high) + (headroom * width if high > old.high else 0.0)
+            transformations.append(linear(spec.column, low, high))
+        elif spec.kind == QUANTILES:
+            transformations.append(old if old is not None else quantiles(spec.column, sample.column(spec.column)))
+        else:
+            transformations.append(Transformation(spec.column, spec.kind))
+    number = max((r.id for r in base.revisions), default=0) + 1 if base is not None else 1
+    return Revision(number, cube_size, tuple(transformations))
+
+
+def _commit(
+    log: LayoutLog,
+    base: LayoutState | None,
+    revision: Revision | None,
+    written: list[dict],
+    mode: str,
+    schema: pa.Schema,
+    location: str,
+    removed: Sequence[str] = (),
+    operation: str | None = None,
+) -> LayoutState:
+    """Commit the written files: on the latest version, rebased while other writers commit
+    first (an append keeps theirs; an overwrite replaces them; an optimize fails when one of
+    the files it rewrote is gone). CommitFailedError names the case it cannot resolve."""
+    added = [LayoutFile.from_json(entry) for entry in written]
+    for _ in range(COMMIT_ATTEMPTS):
+        latest = log.latest() if log.exists() else None
+        files = dict(latest.files) if latest is not None and mode == "append" else {}
+        gone = [path for path in removed if path not in files]
+        if gone:
+            raise CommitFailedError(
+                f"another writer removed {gone[0]} from the layout at {location} meanwhile: optimize again"
+            )
+        if latest is not None and mode == "append" and files and not _same_schema(latest.schema, schema):
+            raise CommitFailedError(f"another writer changed the layout's schema at {location} meanwhile")
+        for path in removed:
+            del files[path]
+        revisions = list(latest.revisions) if latest is not None else []
+        ours = revision
+        if revision is not None and all(r != revision for r in revisions):
+            taken = {r.id for r in revisions}
+            if revision.id in taken:  # another writer opened a revision of this number first
+                ours = replace(revision, id=max(taken) + 1)
+            revisions.append(ours)
+        for entry in added:
+            files[entry.path] = replace(entry, revision=ours.id) if ours is not None else entry
+        live = {entry.revision for entry in files.values()}
+        state = LayoutState(
+            0 if latest is None else latest.version + 1,
+            schema,
+            tuple(r for r in revisions if r.id in live),
+            files,
+            operation or mode,
+            now_ms(),
+        )
+        try:
+            log.commit(state)
+            return state
+        except CommitFailedError:
+            continue
+    raise CommitFailedError(
+        f"the layout at {location} changed under {COMMIT_ATTEMPTS} attempts to commit: the write's "
+        f"{len(added)} files are not part of it; write again"
+    )
+
+
+# -- converting, optimizing, describing ------------------------------------------------------------
+def _frame(lake, files: list[str], schema: pa.Schema, partition_columns, spark):
+    """The rows of ``files`` of ``lake``: a Spark DataFrame (Spark's Parquet reader, the lake's
+    root as the base of its partition directories) or, without ``spark``, an Arrow table."""
+    from lakeseek.lake.formats import PARQUET
+
+    stamps = lake.snapshot().files
+    if any(lake.deleted_rows(path, stamps.get(path)) is not None for path in files) or spark is None:
+        dataset = lake.dataset(files, schema, partition_columns, stamps={p: stamps[p] for p in files})
+        table = dataset.to_table()
+        return table if spark is None else spark.createDataFrame(table.to_pandas())
+    if lake.data_format is not PARQUET:
+        raise InvalidArgumentError(f"converting a {lake.data_format.name} lake with Spark: convert it without Spark")
+    return spark.read.option("basePath", lake.storage.uri(lake.root)).parquet(*[lake.file_uri(p) for p in files])
+
+
+def convert(
+    source: str,
+    location: str,
+    columns: Sequence[str],
+    *,
+    spark=None,
+    source_format: str | None = None,
+    storage_options: Mapping[str, object] | None = None,
+    **options,
+) -> LayoutState:
+    """Rewrite the lake at ``source`` (a directory of Parquet files, a Delta, Iceberg or Hudi
+    table: its live rows) as an OTree lake at ``location`` (see :func:`write` for ``options``);
+    with ``spark``, on Spark, else in this process. The source is left as it was."""
+    from lakeseek.engine.runner import LocalRunner
+    from lakeseek.sources import open_lake
+
+    lake = open_lake(source, storage_options, source_format=source_format)
+    files = sorted(lake.snapshot().files)
+    schema = lake.discover(lake.snapshot().files, LocalRunner)
+    data = _frame(lake, files, schema.schema, schema.partition_columns, spark)
+    return write(data, location, columns, storage_options=storage_options, **options)
+
+
+def optimize(location: str, *, spark=None, storage_options: Mapping[str, object] | None = None) -> LayoutState:
+    """Rewrite each revision whose files came from more than one write (appends) as one write:
+    blocks of a cube merged, overflow pushed down to child cubes, small files rolled up; rows
+    and their weights unchanged. With ``spark`` on Spark, else in this process."""
+    from lakeseek.layout.source import NAME
+    from lakeseek.sources import open_lake
+
+    lake = open_lake(location, storage_options, source_format=NAME)
+    state = lake.state()
+    written: list[dict] = []
+    removed: list[str] = []
+    for revision in state.revisions:
+        paths = sorted(path for path, f in state.files.items() if f.revision == revision.id)
+        if len({_write_of(path) for path in paths}) < 2:
+            continue
+        source = _input(_frame(lake, paths, state.schema, (), spark))
+        rows, _ = source.ranges([])
+        below = SPAN if rows <= SAMPLE_ROWS else math.ceil(SAMPLE_ROWS / rows * SPAN)
+        sample = source.sample(list(revision.columns), below)
+        plan = _plan(location, storage_options, state.schema, revision, sample, rows, below, None)
+        written += source.write(plan)
+        removed += paths
+    if not removed:
+        return state
+    log = LayoutLog(lake.storage, lake.root)
+    return _commit(log, state, None, written, "append", state.schema, location, removed, "optimize")
+
+
+def _write_of(path: str) -> str:
+    """The write a data file came from (its name's second part; see layout.tasks)."""
+    return path.rsplit("/", 1)[-1].split("-")[1]
+
+
+def describe(location: str, *, storage_options: Mapping[str, object] | None = None) -> dict:
+    """The layout as plain data: version, rows, files, revisions, and per cube its blocks'
+    rows, files and weights (in qbeast's cube ids)."""
+    storage, root = storage_for(location, storage_options)
+    state = LayoutLog(storage, root).latest()
+    cubes: dict[tuple[int, str], dict] = {}
+    for file in state.files.values():
+        for block in file.blocks:
+            found = cubes.setdefault(
+                (file.revision, block.cube),
+                {
+                    "revision": file.revision,
+                    "cube": block.cube,
+                    "rows": 0,
+                    "files": 0,
+                    "min_weight": block.min_weight,
+                    "max_weight": block.max_weight,
+                },
+            )
+            found["rows"] += block.rows
+            found["files"] += 1
+            found["min_weight"] = min(found["min_weight"], block.min_weight)
+            found["max_weight"] = min(found["max_weight"], block.max_weight)
+    return {
+        "location": location,
+        "version": state.version,
+        "rows": state.rows,
+        "files": len(state.files),
+        "bytes": sum(f.size for f in state.files.values()),
+        "revisions": [r.to_json() for r in state.revisions],
+        "cubes": sorted(cubes.values(), key=lambda c: (c["revision"], len(c["cube"]), c["cube"])),
+    }

@@ -1,0 +1,304 @@
+"""The OTree layout (seed 002) against a full scan: the seed's invariants recomputed from the
+files, and filters and samples through the blocks compared with DuckDB over every file."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections import Counter
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import lakeseek
+import lakeseek.layout as layout
+from lakeseek.exceptions import InvalidArgumentError, LakeseekError, UnknownColumnError
+from lakeseek.layout.cubes import Cube
+from lakeseek.layout.table import LayoutLog
+from lakeseek.layout.tree import OFFSET, WEIGHT
+
+EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def make_rows(seed: int, count: int, *, start: int = 0, spread: int = 1000) -> pa.Table:
+    """Rows with duplicate keys, NULLs, NaN and infinities, text and times."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(start, start + spread, count)
+    b = rng.normal(50, 20, count)
+    b[rng.random(count) < 0.02] = np.nan
+    b[rng.random(count) < 0.01] = np.inf
+    nulls = rng.random(count) < 0.05
+    c = [None if n else f"k{v:03d}" for n, v in zip(nulls, rng.integers(0, 40, count), strict=True)]
+    ts = [EPOCH + dt.timedelta(minutes=int(m)) for m in rng.integers(0, 10_000, count)]
+    return pa.table(
+        {
+            "a": pa.array(a, pa.int64()),
+            "b": pa.array(b, pa.float64(), mask=rng.random(count) < 0.03),
+            "c": pa.array(c, pa.string()),
+            "ts": pa.array(ts, pa.timestamp("us", tz="UTC")),
+            "payload": pa.array([f"row-{i}" for i in range(count)]),
+        }
+    )
+
+
+def live_files(location: str) -> list[str]:
+    state = LayoutLog(lakeseek.open_lake(location).storage, location).latest()
+    return [f"{location}/{path}" for path in sorted(state.files)]
+
+
+def scan(location: str):
+    connection = duckdb.connect()
+    connection.execute(f"CREATE VIEW lake AS SELECT * FROM read_parquet({live_files(location)!r}, filename = true)")
+    return connection
+
+
+def check_invariants(location: str) -> None:
+    """Every row inside its cube's box, assigned to the first cube of its chain whose maximum
+    weight holds it; blocks' counts and minimum weights exact; weights never decrease down the
+    tree of one write."""
+    state = LayoutLog(lakeseek.open_lake(location).storage, location).latest()
+    for path, file in state.files.items():
+        table = pq.read_table(f"{location}/{path}")
+        assert table.num_rows == file.rows == sum(b.rows for b in file.blocks)
+        revision = state.revision(file.revision)
+        points = np.column_stack([t.positions(table.column(t.column)) for t in revision.transformations])
+        weights = table.column(WEIGHT).to_numpy()
+        blocks = sorted(file.blocks, key=lambda b: len(b.cube))
+        owner = np.full(table.num_rows, -1)
+        for number, block in enumerate(blocks):
+            cube = Cube.from_string(len(revision.transformations), block.cube)
+            inside = cube.contains(points) & (owner < 0) & (weights <= block.max_weight)
+            owner[inside] = number
+        assert (owner >= 0).all(), f"a row of {path} lies in none of its blocks"
+        counts = Counter(owner.tolist())
+        for number, block in enumerate(blocks):
+            assert counts[number] == block.rows, (path, block)
+            assert weights[owner == number].min() == block.min_weight
+        by_cube = {b.cube: b for b in file.blocks}
+        width = -(-len(revision.transformations) // 6)
+        for block in file.blocks:
+            parent = by_cube.get(block.cube[:-width]) if block.cube else None
+            if parent is not None:
+                assert block.min_weight > parent.max_weight >= -OFFSET
+                assert block.max_weight >= parent.max_weight
+
+
+PREDICATES = [
+    "a < {a}",
+    "a >= {a} AND a < {a2}",
+    "a = {a}",
+    "a IN ({a}, {a2})",
+    "b > {b}",
+    "b <= {b} OR c = 'k{k:03d}'",
+    "c = 'k{k:03d}'",
+    "c IS NULL",
+    "b IS NULL AND a > {a}",
+    "ts < TIMESTAMP '2024-01-0{d} 00:00:00'",
+    "NOT (a < {a})",
+    "a < {a} AND b > {b} AND ts >= TIMESTAMP '2024-01-0{d} 00:00:00'",
+    "b >= {b} AND a <= {a2}",
+    "payload = 'row-{a}'",
+]
+
+
+def predicate(draw_index: int, rng: np.random.Generator) -> str:
+    a = int(rng.integers(-50, 1100))
+    values = {"a": a, "a2": a + int(rng.integers(0, 300)), "b": round(float(rng.normal(50, 25)), 2)}
+    values.update(k=int(rng.integers(0, 45)), d=int(rng.integers(1, 9)))
+    return PREDICATES[draw_index % len(PREDICATES)].format(**values)
+
+
+def check_reads(location: str, rng: np.random.Generator, queries: int = 12) -> None:
+    """Filters and samples through the blocks equal DuckDB over every file with the same
+    weight filter; the files chosen hold every match."""
+    connection = scan(location)
+    for number in range(queries):
+        where = predicate(int(rng.integers(0, 1000)), rng)
+        fraction = [None, 0.01, 0.1, 0.5, 1.0][number % 5]
+        sampled = where if fraction is None else f"({where}) AND {layout.sample_sql(fraction)}"
+        expected = connection.execute(f"SELECT payload FROM lake WHERE {sampled} ORDER BY payload").fetchall()
+        got = layout.read(location, where, sample=fraction, columns=["payload"]).sort_by("payload")
+        assert got.column("payload").to_pylist() == [row[0] for row in expected], (where, fraction)
+        holding = {
+            row[0] for row in connection.execute(f"SELECT DISTINCT filename FROM lake WHERE {sampled}").fetchall()
+        }
+        assert holding <= set(layout.files(location, where, sample=fraction)), (where, fraction)
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    seed=st.integers(0, 10_000),
+    columns=st.sampled_from(
+        [
+            ["a"],
+            ["a:linear", "c:hash"],
+            ["b:quantiles", "ts"],
+            ["a:quantiles", "b:linear", "c:quantiles"],
+            ["c", "a", "ts", "b"],
+        ]
+    ),
+    cube_size=st.integers(20, 400),
+    appends=st.lists(st.tuples(st.integers(1, 1500), st.integers(-500, 2000)), min_size=1, max_size=3),
+    headroom=st.sampled_from([0.0, 1.0]),
+    optimized=st.booleans(),
+)
+def test_layouts_keep_the_seeds_invariants_and_answer_like_a_full_scan(
+    tmp_path_factory, seed, columns, cube_size, appends, headroom, optimized
+):
+    location = str(tmp_path_factory.mktemp("otree") / "lake")
+    written = []
+    for number, (count, start) in enumerate(appends):
+        rows = make_rows(seed + number, count, start=start)
+        layout.write(rows, location, columns, cube_size=cube_size, headroom=headroom, max_file_rows=3 * cube_size)
+        written.append(rows)
+    if optimized:
+        before = scan(location).execute("SELECT * EXCLUDE (filename) FROM lake ORDER BY ALL").fetchall()
+        layout.optimize(location)
+        after = scan(location).execute("SELECT * EXCLUDE (filename) FROM lake ORDER BY ALL").fetchall()
+        assert repr(after) == repr(before)  # (repr: NaN equals NaN)
+    stored = scan(location).execute("SELECT a, payload FROM lake ORDER BY a, payload").fetchall()
+    given_rows = pa.concat_tables(written).select(["a", "payload"]).to_pylist()
+    assert stored == sorted((row["a"], row["payload"]) for row in given_rows)
+    check_invariants(location)
+    check_reads(location, np.random.default_rng(seed))
+
+
+def test_samples_are_nested_deterministic_and_near_their_fraction(tmp_path):
+    location = str(tmp_path / "lake")
+    layout.write(make_rows(1, 20_000), location, ["a", "b"], cube_size=500)
+    sizes = {}
+    previous: set[str] = set()
+    for fraction in (0.01, 0.05, 0.1):
+        rows = set(layout.sample(location, fraction, columns=["payload"]).column("payload").to_pylist())
+        assert previous <= rows
+        assert rows == set(layout.sample(location, fraction, columns=["payload"]).column("payload").to_pylist())
+        sizes[fraction] = len(rows)
+        previous = rows
+    assert 100 < sizes[0.01] < 300 and 800 < sizes[0.05] < 1200
+    # A 1 % sample opens only the files of the top of the tree.
+    assert len(layout.files(location, sample=0.01)) < len(live_files(location)) / 3
+
+
+def test_duplicate_keys_get_distinct_weights(tmp_path):
+    location = str(tmp_path / "lake")
+    rows = pa.table({"a": pa.array([7] * 5000, pa.int64()), "payload": pa.array(["same"] * 5000)})
+    layout.write(rows, location, ["a"], cube_size=100)
+    weights = scan(location).execute(f"SELECT count(DISTINCT {WEIGHT}) FROM lake").fetchone()[0]
+    assert weights > 4990
+    # All at one point: a deep chain of cubes, each holding its share; a 1 % sample is ~50 rows.
+    assert 20 < layout.sample(location, 0.01).num_rows < 100
+
+
+def test_monotonic_appends_open_a_revision_per_doubling_with_headroom(tmp_path):
+    def revisions(headroom: float) -> int:
+        location = str(tmp_path / f"lake-{headroom}")
+        for day in range(12):
+            layout.write(make_rows(day, 200, start=day * 100, spread=100), location, ["a"], headroom=headroom)
+        return len(LayoutLog(lakeseek.open_lake(location).storage, location).latest().revisions)
+
+    assert revisions(0.0) == 12
+    assert revisions(1.0) <= 4
+
+
+def test_racing_appends_all_land(tmp_path):
+    location = str(tmp_path / "lake")
+    layout.write(make_rows(0, 100), location, ["a"], cube_size=50)
+    errors = []
+
+    def append(seed: int) -> None:
+        try:
+            layout.write(make_rows(seed, 300), location, ["a"], cube_size=50)
+        except Exception as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=append, args=(seed,)) for seed in range(1, 7)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert scan(location).execute("SELECT count(*) FROM lake").fetchone()[0] == 100 + 6 * 300
+    versions = LayoutLog(lakeseek.open_lake(location).storage, location).versions()
+    assert versions == list(range(7))
+
+
+def test_an_index_on_an_otree_lake_reads_through_its_blocks(tmp_path):
+    location = str(tmp_path / "lake")
+    layout.write(make_rows(3, 8000), location, ["a", "ts"], cube_size=300)
+    layout.write(make_rows(4, 2000), location, ["a", "ts"], cube_size=300)
+    lakeseek.create_index(location, ["c"], engine="local")
+    index = lakeseek.open_index(location)
+    assert index.lake.name == "otree"
+    connection = scan(location)
+    rng = np.random.default_rng(5)
+    for number in range(20):
+        where = predicate(number, rng)
+        for fraction in (None, 0.05):
+            sampled = where if fraction is None else f"({where}) AND {layout.sample_sql(fraction)}"
+            expected = connection.execute(f"SELECT payload FROM lake WHERE {sampled} ORDER BY payload").fetchall()
+            got = index.read(where, ["payload"], sample=fraction).sort_by("payload").column("payload").to_pylist()
+            assert got == [row[0] for row in expected], (where, fraction)
+    everything = len(index.files("a < 5000"))
+    assert len(index.files("a < 100 AND ts < TIMESTAMP '2024-01-02 00:00:00'")) < everything
+    layout.optimize(location)
+    assert (
+        index.read("c = 'k001'").num_rows
+        == connection.execute("SELECT count(*) FROM lake WHERE c = 'k001'").fetchone()[0]
+    )
+
+
+def test_bad_requests_are_one_line_errors(tmp_path):
+    location = str(tmp_path / "lake")
+    rows = make_rows(0, 100)
+    with pytest.raises(UnknownColumnError, match="unknown layout column 'nope'"):
+        layout.write(rows, location, ["nope"])
+    with pytest.raises(InvalidArgumentError, match="linear transformation needs numbers"):
+        layout.write(rows, location, ["c:linear"])
+    with pytest.raises(InvalidArgumentError, match="unknown transformation"):
+        layout.write(rows, location, ["a:zorder"])
+    layout.write(rows, location, ["a"])
+    with pytest.raises(InvalidArgumentError, match=r"a sample is a fraction in \(0, 1\]"):
+        layout.sample(location, 1.5)
+    with pytest.raises(LakeseekError, match="schema differs"):
+        layout.write(rows.drop_columns(["payload"]), location, ["a"])
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    pq.write_table(rows, plain / "part.parquet")
+    lakeseek.create_index(str(plain), ["a"], engine="local")
+    with pytest.raises(InvalidArgumentError, match="no _lakeseek_weight column"):
+        lakeseek.open_index(str(plain)).read("a = 1", sample=0.1)
+
+
+def test_spark_writes_the_same_layout_and_reads_samples_through_the_blocks(spark, tmp_path):
+    location = str(tmp_path / "lake")
+    rows = make_rows(9, 6000)
+    frame = spark.createDataFrame(rows.to_pandas())
+    layout.write(frame, location, ["a", "b:quantiles", "ts"], cube_size=250)
+    layout.write(
+        spark.createDataFrame(make_rows(10, 1000, start=900).to_pandas()),
+        location,
+        ["a", "b:quantiles", "ts"],
+        cube_size=250,
+    )
+    check_invariants(location)
+    check_reads(location, np.random.default_rng(2))
+    layout.optimize(location, spark=spark)
+    check_invariants(location)
+    full = spark.read.parquet(*live_files(location))
+    for fraction in (0.01, 0.1):
+        expected = sorted(r.payload for r in full.where(layout.sample_sql(fraction)).select("payload").collect())
+        got = sorted(layout.sample(location, fraction, columns=["payload"]).column("payload").to_pylist())
+        assert got == expected
+    converted = str(tmp_path / "converted")
+    layout.convert(location, converted, ["a", "c"], spark=spark, cube_size=500)
+    assert scan(converted).execute("SELECT count(*) FROM lake").fetchone()[0] == 7000
