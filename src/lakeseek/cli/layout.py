@@ -24,6 +24,13 @@ _headroom = click.option(
 )
 
 
+def _write_options(command):
+    """The options every command that writes a layout takes."""
+    for option in reversed([_columns, _cube_size, _max_file_rows, _headroom]):
+        command = option(command)
+    return command
+
+
 def _spark(engine: str | None):
     if engine == "local":
         return None
@@ -55,10 +62,7 @@ def layout() -> None:
 @layout.command()
 @click.argument("source")
 @click.argument("location")
-@_columns
-@_cube_size
-@_max_file_rows
-@_headroom
+@_write_options
 @click.option("--mode", type=click.Choice(["append", "overwrite"]), default="append", show_default=True)
 @engine_option
 @handled
@@ -80,10 +84,7 @@ def write(source, location, columns, cube_size, max_file_rows, headroom, mode, e
 @layout.command()
 @click.argument("source")
 @click.argument("location")
-@_columns
-@_cube_size
-@_max_file_rows
-@_headroom
+@_write_options
 @click.option("--source-format", default=None, help="Read SOURCE as this lake source (delta, iceberg, hudi, ...).")
 @engine_option
 @handled
