@@ -348,8 +348,8 @@ def _merged_ranges(parts: list[Predicate], column_type: Callable[[str], pa.DataT
     ranges: dict[str, Range] = {}
     others: list[Predicate | Range] = []
     for part in parts:
-        exact = isinstance(part, Comparison) and compares_exactly(part, column_type(part.column))
-        if exact and part.op in _RANGE_OPERATORS:
+        ranged = isinstance(part, Comparison) and part.op in _RANGE_OPERATORS
+        if ranged and compares_exactly(part, column_type(part.column)):
             single = _range_of(part)
             ranges[part.column] = _narrower(ranges[part.column], single) if part.column in ranges else single
         else:
