@@ -53,7 +53,9 @@ def live_files(location: str) -> list[str]:
 
 def scan(location: str):
     connection = duckdb.connect()
-    connection.execute(f"CREATE VIEW lake AS SELECT * FROM read_parquet({live_files(location)!r}, filename = true)")
+    # A table, not a view: DuckDB's scan of Parquet skips row groups by statistics that leave
+    # NaN out (pyarrow's), and loses NaN rows that Spark (and lakeseek) order above every number.
+    connection.execute(f"CREATE TABLE lake AS SELECT * FROM read_parquet({live_files(location)!r}, filename = true)")
     return connection
 
 
@@ -101,7 +103,7 @@ PREDICATES = [
     "ts < TIMESTAMP '2024-01-0{d} 00:00:00'",
     "NOT (a < {a})",
     "a < {a} AND b > {b} AND ts >= TIMESTAMP '2024-01-0{d} 00:00:00'",
-    "b >= {b} AND a <= {a2}",
+    "b = CAST('NaN' AS DOUBLE)",
     "payload = 'row-{a}'",
 ]
 

@@ -551,5 +551,6 @@ def pruned(lake: LakeSource, plan: Plan, predicate: Predicate) -> Plan:
     if len(kept) == len(plan.files):
         return plan
     note = f"the lake's layout leaves {len(kept):,} of {len(plan.files):,} candidate files"
-    row_groups = {path: groups for path, groups in plan.row_groups.items() if path in set(kept)}
+    kept_set = set(kept)
+    row_groups = {path: groups for path, groups in plan.row_groups.items() if path in kept_set}
     return dataclasses.replace(plan, files=kept, row_groups=row_groups, notes=(*plan.notes, note))

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 import pyarrow as pa
 
 from lakeseek.engine.runner import Runner
+from lakeseek.exceptions import IndexCorruptError, LakeNotFoundError
 from lakeseek.io import Stamp, Storage
 from lakeseek.lake.formats.base import ColumnStatistics
 from lakeseek.lake.state import Changes
@@ -55,8 +56,8 @@ class LayoutSource(LakeSource):
     def changes(self, since: str, snapshot: Snapshot) -> Changes | None:
         try:
             then = self.log.read(int(since)).files
-        except Exception:
-            return None
+        except (LakeNotFoundError, IndexCorruptError, ValueError):
+            return None  # an entry gone or unreadable: the stamps tell
         now = set(snapshot.files)
         return Changes(frozenset(now - set(then)), frozenset(set(then) - now))
 
@@ -88,7 +89,9 @@ class LayoutSource(LakeSource):
     def prune(self, files: Sequence[str], predicate) -> list[str]:
         """The files whose blocks may hold rows ``predicate`` (bound) keeps; files the layout
         does not name are kept."""
-        state = self.state()
+        # Any state read will do, without asking the log again: a file's path names one content
+        # and its blocks for good, and files the state does not name are kept.
+        state = self._state or self.state()
         if self._pruner is None or self._pruner[0] != state.version:
             self._pruner = (state.version, LayoutPruner(state))
         listed = [path for path in files if path in state.files]

@@ -120,6 +120,7 @@ class SparkInput:
 
     def __init__(self, frame) -> None:
         self.frame = frame
+        self._schema: pa.Schema | None = None
 
     def with_weights(self, columns: Sequence[str]) -> None:
         from pyspark.sql import functions as F
@@ -128,10 +129,14 @@ class SparkInput:
         if WEIGHT in self.frame.columns:  # rows of an OTree lake keep their weights (optimize, convert)
             weight = F.coalesce(F.col(WEIGHT).cast("int"), weight)
         self.frame = self.frame.withColumn(WEIGHT, weight)
+        self._schema = None
 
     @property
     def schema(self) -> pa.Schema:
-        return self.frame.limit(0).toArrow().schema
+        """The frame's schema as Arrow types (Spark's own conversion), asked once per frame."""
+        if self._schema is None:
+            self._schema = self.frame.limit(0).toArrow().schema
+        return self._schema
 
     def ranges(self, columns: Sequence[str]) -> tuple[int, dict[str, tuple[float | None, float | None]]]:
         from pyspark.sql import functions as F
@@ -350,12 +355,12 @@ def _commit(
 
 
 # -- converting, optimizing, describing ------------------------------------------------------------
-def _frame(lake, files: list[str], schema: pa.Schema, partition_columns, spark):
-    """The rows of ``files`` of ``lake``: a Spark DataFrame (Spark's Parquet reader, the lake's
-    root as the base of its partition directories) or, without ``spark``, an Arrow table."""
+def _frame(lake, stamps, files: list[str], schema: pa.Schema, partition_columns, spark):
+    """The rows of ``files`` of ``lake`` (``stamps``: its snapshot's): a Spark DataFrame (Spark's
+    Parquet reader, the lake's root as the base of its partition directories) or, without
+    ``spark``, an Arrow table."""
     from lakeseek.lake.formats import PARQUET
 
-    stamps = lake.snapshot().files
     if any(lake.deleted_rows(path, stamps.get(path)) is not None for path in files) or spark is None:
         dataset = lake.dataset(files, schema, partition_columns, stamps={p: stamps[p] for p in files})
         table = dataset.to_table()
@@ -382,9 +387,9 @@ def convert(
     from lakeseek.sources import open_lake
 
     lake = open_lake(source, storage_options, source_format=source_format)
-    files = sorted(lake.snapshot().files)
-    schema = lake.discover(lake.snapshot().files, LocalRunner)
-    data = _frame(lake, files, schema.schema, schema.partition_columns, spark)
+    stamps = lake.snapshot().files
+    schema = lake.discover(stamps, LocalRunner)
+    data = _frame(lake, stamps, sorted(stamps), schema.schema, schema.partition_columns, spark)
     return write(data, location, columns, storage_options=storage_options, **options)
 
 
@@ -397,13 +402,14 @@ def optimize(location: str, *, spark=None, storage_options: Mapping[str, object]
 
     lake = open_lake(location, storage_options, source_format=NAME)
     state = lake.state()
+    stamps = lake.snapshot().files
     written: list[dict] = []
     removed: list[str] = []
     for revision in state.revisions:
         paths = sorted(path for path, f in state.files.items() if f.revision == revision.id)
         if len({_write_of(path) for path in paths}) < 2:
             continue
-        source = _input(_frame(lake, paths, state.schema, (), spark))
+        source = _input(_frame(lake, stamps, paths, state.schema, (), spark))
         rows, _ = source.ranges([])
         below = SPAN if rows <= SAMPLE_ROWS else math.ceil(SAMPLE_ROWS / rows * SPAN)
         sample = source.sample(list(revision.columns), below)
