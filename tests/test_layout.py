@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import lakeseek
@@ -154,6 +154,8 @@ def check_reads(location: str, rng: np.random.Generator, queries: int = 12) -> N
     headroom=st.sampled_from([0.0, 1.0]),
     optimized=st.booleans(),
 )
+# NaN rows under a range (a DuckDB view over the files lost them; see scan).
+@example(seed=6598, columns=["c", "a", "ts", "b"], cube_size=130, appends=[(425, 130)], headroom=0.0, optimized=False)
 def test_layouts_keep_the_seeds_invariants_and_answer_like_a_full_scan(
     tmp_path_factory, seed, columns, cube_size, appends, headroom, optimized
 ):
