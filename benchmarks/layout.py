@@ -1,21 +1,23 @@
 """The OTree layout (seed 002) against Spark's default layout, a range-partitioned one and
 unsorted files: writes, samples and multi-column ranges.
 
-Run by hand (not in CI):  python benchmarks/layout.py [--rows 10000000 --cube-size 50000]
+Run by hand (not in CI):  python benchmarks/layout.py [--rows 10000000 --files 100 --cube-size 10000]
 
 Generates ``--rows`` rows (x, y, z uniform doubles, a normal ``value``, a 40-byte payload) with
-Spark into ``--data``: once as Spark writes it (``df.write.parquet``, the default layout, timed),
-once range-partitioned on x (``repartitionByRange``), and once as an OTree lake over x, y, z
-(``lakeseek.layout.write`` from the same Parquet, timed). Then, per sample fraction, the files
-and bytes a lakeseek sample opens and its time against ``df.sample`` on Spark's layout, with
-the error of the average of ``value``; and per 3-column range of growing selectivity, the files
-each layout must open (files whose x, y and z bounds meet the box) and the read time (lakeseek
-through the blocks; pyarrow's dataset filter elsewhere). Prints the numbers and writes them to
-benchmarks/results/layout.{md,json}.
+Spark into ``--data``: once as Spark writes it in ``--files`` files (``df.write.parquet``, the
+default layout, timed), once range-partitioned on x (``repartitionByRange``, timed), and once as
+an OTree lake over x, y, z (``lakeseek.layout.write`` from the same Parquet, timed; against a
+plain read-then-write of that Parquet). Then, per sample fraction, the files and bytes a
+lakeseek sample opens and its time against ``df.sample`` on Spark's layout, with the error of
+the average of ``value``; and per 3-column range of growing selectivity, over ``BOXES`` random
+boxes, the files each layout must open (files whose x, y and z bounds meet the box), and the
+read time of one box (lakeseek through the blocks; pyarrow's dataset filter elsewhere). Prints
+the numbers and writes them to benchmarks/results/layout-CUBE_SIZE.{md,json}.
 """
 
 from __future__ import annotations
 
+import random
 import shutil
 import time
 from pathlib import Path
@@ -31,12 +33,13 @@ from measure import lake_parser, median_ms, save_results, say
 
 FRACTIONS = (0.01, 0.05, 0.10)
 SIDES = (0.1, 0.215, 0.464)  # a cube of this side holds 0.1 %, 1 %, 10 % of uniform rows
+BOXES = 20  # random positions per side
 
 
 def main() -> None:
     parser = lake_parser(__doc__.splitlines()[0])
-    parser.add_argument("--cube-size", type=int, default=50_000)
-    parser.set_defaults(rows=10_000_000)
+    parser.add_argument("--cube-size", type=int, default=10_000)
+    parser.set_defaults(rows=10_000_000, files=100)
     args = parser.parse_args()
     spark = default_session()
     base = Path(args.data) / f"layout-{args.rows}"
@@ -51,12 +54,14 @@ def main() -> None:
     results: dict = {"rows": args.rows, "cube_size": args.cube_size}
     shutil.rmtree(plain, ignore_errors=True)
     started = time.perf_counter()
-    source.write.parquet(str(plain))
+    source.repartition(args.files).write.parquet(str(plain))
     results["write_plain_s"] = time.perf_counter() - started
     say(f"plain write {results['write_plain_s']:.1f} s")
     frame = spark.read.parquet(str(plain))
     shutil.rmtree(ranged, ignore_errors=True)
-    frame.repartitionByRange(max(1, len(list(plain.glob("*.parquet")))), "x").write.parquet(str(ranged))
+    started = time.perf_counter()
+    frame.repartitionByRange(args.files, "x").write.parquet(str(ranged))
+    results["write_ranged_s"] = time.perf_counter() - started
     shutil.rmtree(otree, ignore_errors=True)
     started = time.perf_counter()
     layout.write(frame, str(otree), ["x", "y", "z"], cube_size=args.cube_size)
@@ -109,31 +114,40 @@ def main() -> None:
         )
         say(f"sample {fraction}: {samples[-1]}")
     ranges = []
+    rng = random.Random(13)
+    footers = {name: _footers(directory) for name, directory in (("ranged", ranged), ("plain", plain))}
     for side in SIDES:
-        box = {c: (0.3, 0.3 + side) for c in "xyz"}
-        where = " AND ".join(f"{c} >= {low} AND {c} < {high}" for c, (low, high) in box.items())
-        chosen = layout.files(str(otree), where)
+        boxes = [{c: (low := rng.uniform(0, 1 - side), low + side) for c in "xyz"} for _ in range(BOXES)]
+        boxes[0] = {c: (0.3, 0.3 + side) for c in "xyz"}  # straddles the middle: the octree's worst case
+        opened: dict[str, list[int]] = {"otree": [], "ranged": [], "plain": []}
+        for box in boxes:
+            opened["otree"].append(len(layout.files(str(otree), _where(box))))
+            for name, found in footers.items():
+                opened[name].append(sum(_meets(metadata, box) for metadata in found.values()))
+        where = _where(boxes[1])
         rows = layout.read(str(otree), where, columns=["value"]).num_rows
-        ours = median_ms(lambda w=where: layout.read(str(otree), w, columns=["value"]), 3)
-        entry = {"side": side, "rows": rows, "share": rows / args.rows, "otree_files": len(chosen), "otree_ms": ours}
+        entry = {
+            "side": side,
+            "rows": rows,
+            "share": rows / args.rows,
+            "otree_ms": median_ms(lambda w=where: layout.read(str(otree), w, columns=["value"]), 3),
+            "total_files": {"otree": len(otree_files), **{name: len(found) for name, found in footers.items()}},
+        }
+        for name, counts in opened.items():
+            entry[f"{name}_files_mean"] = sum(counts) / len(counts)
+            entry[f"{name}_files_max"] = max(counts)
+            entry[f"{name}_files_middle"] = counts[0]
         for name, directory in (("ranged", ranged), ("plain", plain)):
-            files = sorted(str(p) for p in directory.glob("*.parquet"))
-            entry[f"{name}_files"] = sum(_meets(path, box) for path in files)
-            dataset = ds.dataset(files)
+            dataset = ds.dataset(sorted(str(p) for p in directory.glob("*.parquet")))
             expression = None
-            for c, (low, high) in box.items():
+            for c, (low, high) in boxes[1].items():
                 part = (ds.field(c) >= low) & (ds.field(c) < high)
                 expression = part if expression is None else expression & part
             entry[f"{name}_ms"] = median_ms(lambda d=dataset, e=expression: d.to_table(columns=["value"], filter=e), 3)
-        entry["total_files"] = {
-            "otree": len(otree_files),
-            "ranged": len(list(ranged.glob("*.parquet"))),
-            "plain": len(plain_files),
-        }
         ranges.append(entry)
         say(f"range {side}: {entry}")
     results["samples"], results["ranges"] = samples, ranges
-    save_results(args.out, "layout", results, _markdown(results))
+    save_results(args.out, f"layout-{args.cube_size}", results, _markdown(results))
 
 
 def _row_group_bytes(files: list[str], fraction: float) -> int:
@@ -154,8 +168,15 @@ def _row_group_bytes(files: list[str], fraction: float) -> int:
     return total
 
 
-def _meets(path: str, box: dict) -> bool:
-    metadata = pq.ParquetFile(path).metadata
+def _footers(directory: Path) -> dict[str, pq.FileMetaData]:
+    return {str(p): pq.ParquetFile(p).metadata for p in sorted(directory.glob("*.parquet"))}
+
+
+def _where(box: dict) -> str:
+    return " AND ".join(f"{c} >= {low!r} AND {c} < {high!r}" for c, (low, high) in box.items())
+
+
+def _meets(metadata: pq.FileMetaData, box: dict) -> bool:
     names = metadata.schema.names
     for group in range(metadata.num_row_groups):
         inside = True
@@ -174,8 +195,10 @@ def _markdown(results: dict) -> str:
         f"# OTree layout: {results['rows']:,} rows, 3 dimensions, cube size {results['cube_size']:,}",
         "",
         f"Write: plain `df.write.parquet` {results['write_plain_s']:.1f} s (a read-then-write of the same Parquet: "
-        f"{results['rewrite_plain_s']:.1f} s); `lakeseek.layout.write` {results['write_otree_s']:.1f} s "
-        f"({results['rewrite_plain_s'] / results['write_otree_s']:.2f} of the plain rewrite's throughput). "
+        f"{results['rewrite_plain_s']:.1f} s; `repartitionByRange` on x, then write: {results['write_ranged_s']:.1f} s); "
+        f"`lakeseek.layout.write` {results['write_otree_s']:.1f} s "
+        f"({results['rewrite_plain_s'] / results['write_otree_s']:.2f} of the plain rewrite's throughput, "
+        f"{results['write_ranged_s'] / results['write_otree_s']:.2f} of the range-partitioned write's). "
         f"OTree: {lake['otree_files']} files, {lake['otree_bytes'] / 2**20:,.0f} MiB; default layout: "
         f"{lake['plain_files']} files, {lake['plain_bytes'] / 2**20:,.0f} MiB.",
         "",
@@ -190,15 +213,24 @@ def _markdown(results: dict) -> str:
         )
     lines += [
         "",
+        f"Files a 3-column range must open, over {BOXES} random boxes per size (mean; max; the box "
+        "[0.3, 0.3 + side) in every column, which straddles the middle, the octree's worst case):",
+        "",
         "| 3-column range | rows | OTree files | range-partitioned (x) files | unsorted files | OTree read | range-partitioned read | unsorted read |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results["ranges"]:
         total = r["total_files"]
+        cells = []
+        for name in ("otree", "ranged", "plain"):
+            mean = r[f"{name}_files_mean"]
+            cells.append(
+                f"{mean:,.1f} of {total[name]} (**{mean / total[name]:.1%}**; max {r[f'{name}_files_max']}; "
+                f"middle {r[f'{name}_files_middle']})"
+            )
         lines.append(
-            f"| side {r['side']} | {r['rows']:,} ({r['share']:.2%}) | {r['otree_files']} of {total['otree']} "
-            f"({r['otree_files'] / total['otree']:.1%}) | {r['ranged_files']} of {total['ranged']} | "
-            f"{r['plain_files']} of {total['plain']} | {r['otree_ms']:,.0f} ms | {r['ranged_ms']:,.0f} ms | {r['plain_ms']:,.0f} ms |"
+            f"| side {r['side']} | {r['rows']:,} ({r['share']:.2%}) | {' | '.join(cells)} | "
+            f"{r['otree_ms']:,.0f} ms | {r['ranged_ms']:,.0f} ms | {r['plain_ms']:,.0f} ms |"
         )
     return "\n".join(lines) + "\n"
 

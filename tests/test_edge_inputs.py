@@ -385,6 +385,46 @@ def test_filters_over_statistics_pyarrow_cannot_compare(spark, statistics_lake, 
     assert sorted(row.id for row in frame.collect()) == expected
 
 
+@pytest.fixture(scope="module")
+def nan_statistics_lake(tmp_path_factory):
+    """Row groups whose Parquet statistics leave their NaN out: pyarrow takes a min equal to
+    the max as the column's only value, and would skip the group for ``b > 90``."""
+    root = str(tmp_path_factory.mktemp("nan_statistics") / "lake")
+    nan = float("nan")
+    b = [nan, 45.0, 1.0, nan, 100.0, 3.0, nan, nan, None, nan, 45.0, 45.0]
+    table = pa.table({"id": list(range(len(b))), "b": pa.array(b, pa.float64())})
+    os.makedirs(root)
+    pq.write_table(table, f"{root}/part-0.parquet", row_group_size=2)
+    lakeseek.create_index(root, ["id"], engine="local")
+    return root
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "b > 90",
+        "b >= 45",
+        "b <> 45",
+        "NOT (b < 50)",
+        "b = CAST('NaN' AS DOUBLE)",
+        "b IN (CAST('NaN' AS DOUBLE), 1.0)",
+        "b > 90 OR id = 1",
+        "b > 90 AND id > 1",
+        "b < 50 AND b > 2",
+    ],
+)
+def test_nan_rows_of_row_groups_whose_statistics_leave_them_out(spark, nan_statistics_lake, where):
+    rows = pq.read_table(f"{nan_statistics_lake}/part-0.parquet")
+    frame = spark.createDataFrame(rows.to_pylist(), "id long, b double")  # NaN kept (pandas would make it NULL)
+    expected = sorted(row.id for row in frame.where(where).select("id").collect())
+    index = lakeseek.open_index(nan_statistics_lake)
+    assert sorted(index.read(where, ["id"]).column("id").to_pylist()) == expected
+    assert sorted(index.scan(where, ["id"]).column("id").to_pylist()) == expected
+    assert lakeseek.spark.register(spark)
+    frame = spark.read.format("lakeseek_python").load(nan_statistics_lake).where(where).select("id")
+    assert sorted(row.id for row in frame.collect()) == expected
+
+
 def test_integer_literal_against_a_decimal_beyond_spark_s_precision(tmp_path):
     """Spark reads no decimal of more than 38 digits, so here the rows are named by hand."""
     root = str(tmp_path / "lake")

@@ -306,3 +306,43 @@ def test_spark_writes_the_same_layout_and_reads_samples_through_the_blocks(spark
     converted = str(tmp_path / "converted")
     layout.convert(location, converted, ["a", "c"], spark=spark, cube_size=500)
     assert scan(converted).execute("SELECT count(*) FROM lake").fetchone()[0] == 7000
+
+
+def _files_read(frame) -> int:
+    """The files Spark's scan of a frame not collected before lists (its numFiles metric)."""
+    frame.collect()
+    return int(frame._jdf.queryExecution().executedPlan().collectLeaves().head().metrics().apply("numFiles").value())
+
+
+def test_the_spark_format_prunes_by_blocks_and_pushes_samples_down(jvm_spark, tmp_path):
+    """``format("lakeseek")`` on an OTree lake without an index: filters read the files the
+    blocks allow, and ``TABLESAMPLE``, ``df.sample`` and ``randomSplit`` become weight filters
+    (exactly the rows of weight below the fraction's threshold, from those files only)."""
+    spark = jvm_spark
+    location = str(tmp_path / "lake")
+    layout.write(make_rows(11, 4000), location, ["a", "b:quantiles"], cube_size=100)
+    layout.write(make_rows(12, 1000, start=500), location, ["a", "b:quantiles"], cube_size=100)
+    full = spark.read.parquet(*live_files(location))
+    lake = spark.read.format("lakeseek").load(location)
+    total = len(live_files(location))
+
+    def payloads(frame) -> list[str]:
+        return sorted(row.payload for row in frame.select("payload").collect())
+
+    for where in ("a < 40", "a >= 700 AND b > 60", "b IS NULL OR a = 3", "c = 'k007'"):
+        assert payloads(lake.where(where)) == payloads(full.where(where)), where
+        assert _files_read(lake.where(where).select("payload")) == len(layout.files(location, where)), where
+    lake.createOrReplaceTempView("otree_lake")
+    for fraction in (0.01, 0.1, 0.5):
+        expected = payloads(full.where(layout.sample_sql(fraction)))
+        assert payloads(lake.sample(fraction, seed=3)) == expected
+        assert payloads(spark.sql(f"SELECT * FROM otree_lake TABLESAMPLE ({fraction * 100:g} PERCENT)")) == expected
+        narrowed = lake.select("payload", "a").sample(fraction).where("a > 100")
+        assert payloads(narrowed) == payloads(full.where(f"a > 100 AND {layout.sample_sql(fraction)}"))
+        chosen = len(layout.files(location, sample=fraction))
+        assert _files_read(lake.sample(fraction).select("payload")) == chosen <= total
+    assert len(layout.files(location, sample=0.01)) < total
+    parts = lake.randomSplit([0.3, 0.7], seed=5)
+    assert sorted(payloads(parts[0]) + payloads(parts[1])) == payloads(full)
+    assert payloads(parts[0]) == payloads(full.where(layout.sample_sql(0.3)))
+    assert lake.sample(True, 0.5, seed=1).count() > 0  # with replacement: Spark's own sample

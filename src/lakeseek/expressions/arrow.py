@@ -90,6 +90,19 @@ MAX_ARROW_COMPARISONS = 1_000
 
 def read_matching(dataset: ds.Dataset, columns: list[str] | None, predicate: Predicate, schema: pa.Schema) -> pa.Table:
     """The rows of ``dataset`` for which ``predicate`` is TRUE (``columns`` of them; None: all)."""
+    pruned, after = statistics_split(predicate, schema)
+    if after is not None:
+        wanted = columns if columns is not None else dataset.schema.names
+        table = _read_filtered(dataset, _needed(wanted, predicate), pruned, schema)
+        return table.filter(_mask(table, after, schema)).select(wanted)
+    return _read_filtered(dataset, columns, predicate, schema)
+
+
+def _read_filtered(
+    dataset: ds.Dataset, columns: list[str] | None, predicate: Predicate | None, schema: pa.Schema
+) -> pa.Table:
+    if predicate is None:
+        return dataset.to_table(columns=columns)
     if _comparisons(predicate) <= MAX_ARROW_COMPARISONS:
         try:
             return dataset.to_table(columns=columns, filter=to_arrow(predicate, schema))
@@ -98,9 +111,63 @@ def read_matching(dataset: ds.Dataset, columns: list[str] | None, predicate: Pre
                 raise
             return dataset.to_table(columns=columns, filter=to_arrow(predicate, schema, guarded=True))
     wanted = columns if columns is not None else dataset.schema.names
-    needed = list(dict.fromkeys([*wanted, *sorted(predicate.columns())]))
-    table = dataset.to_table(columns=needed)
+    table = dataset.to_table(columns=_needed(wanted, predicate))
     return table.filter(_mask(table, predicate, schema)).select(wanted)
+
+
+def _needed(wanted: list[str], predicate: Predicate) -> list[str]:
+    return list(dict.fromkeys([*wanted, *sorted(predicate.columns())]))
+
+
+def statistics_split(predicate: Predicate, schema: pa.Schema) -> tuple[Predicate | None, Predicate | None]:
+    """``predicate`` as (the conjuncts a Parquet read may skip row groups by, the rest), whose
+    AND is ``predicate``; None for an empty side.
+
+    Parquet statistics leave NaN out of a floating-point column's min and max, and pyarrow
+    reads min = max as the column's only value: a row group of NaN and 45.0 is skipped for
+    ``x > 90`` (TRUE for NaN in Spark's order) and even for ``isnan(x)``. So a conjunct that a
+    NaN can make TRUE is applied after the read, in memory, where no statistics decide."""
+    parts = _conjuncts(predicate)
+    safe = [part for part in parts if _nan_never_passes(part, schema)]
+    if len(safe) == len(parts):
+        return predicate, None
+    return _all_of(safe), _all_of([part for part in parts if not _nan_never_passes(part, schema)])
+
+
+def _conjuncts(predicate: Predicate) -> list[Predicate]:
+    if isinstance(predicate, And):
+        return [*_conjuncts(predicate.left), *_conjuncts(predicate.right)]
+    return [predicate]
+
+
+def _all_of(parts: list[Predicate]) -> Predicate | None:
+    found = None
+    for part in parts:
+        found = part if found is None else And(found, part)
+    return found
+
+
+def _nan_never_passes(predicate: Predicate, schema: pa.Schema) -> bool:
+    """Whether statistics that leave NaN out may skip row groups by ``predicate``: it reads no
+    floating-point column, or it is an AND/OR (no NOT, which turns FALSE into TRUE) of such
+    parts and of comparisons no NaN passes (=, <, <= or IN of numbers; IS NULL). Such a
+    predicate TRUE on a row with NaN stays TRUE with the NaN replaced by any number, so a row
+    group it holds for has a row that its statistics describe."""
+    if not any(pa.types.is_floating(value_type(schema.field(column).type)) for column in predicate.columns()):
+        return True
+    if isinstance(predicate, And | Or):
+        return _nan_never_passes(predicate.left, schema) and _nan_never_passes(predicate.right, schema)
+    if isinstance(predicate, IsNull):
+        return True
+    if isinstance(predicate, Comparison):
+        return predicate.op in ("=", "<", "<=") and not _is_nan(predicate.literal.value)
+    if isinstance(predicate, In):
+        return not any(_is_nan(literal.value) for literal in predicate.literals)
+    return False
+
+
+def _is_nan(value: object) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _mask(table: pa.Table, predicate: Predicate, schema: pa.Schema) -> pa.ChunkedArray:
@@ -119,6 +186,18 @@ def matching_batches(
 ) -> Iterator[pa.RecordBatch]:
     """The batches of one file's ``dataset`` that ``predicate`` keeps, streamed (the retry of
     :func:`read_matching` holds because statistics fail a file before its first batch)."""
+    pruned, after = (None, None) if predicate is None else statistics_split(predicate, schema)
+    if after is None:
+        yield from _filtered_batches(dataset, columns, predicate, schema)
+        return
+    for batch in _filtered_batches(dataset, _needed(columns, predicate), pruned, schema):
+        table = pa.Table.from_batches([batch])
+        yield from table.filter(_mask(table, after, schema)).select(columns).to_batches()
+
+
+def _filtered_batches(
+    dataset: ds.Dataset, columns: list[str], predicate: Predicate | None, schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
     if predicate is None:
         yield from dataset.to_batches(columns=columns)
         return

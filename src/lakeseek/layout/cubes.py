@@ -131,6 +131,40 @@ class Cube:
         return f"Cube({self.dimensions}, {self.to_string()!r})"
 
 
+_CODES = np.full(256, -1, dtype=np.int64)
+_CODES[np.frombuffer(ALPHABET.encode(), np.uint8)] = np.arange(len(ALPHABET))
+
+
+def boxes(dimensions: int, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The boxes (low and high corners, n x dimensions) of cubes named in qbeast's form, read
+    for all names of one length at once (a layout's log names thousands); ValueError when a
+    name is no cube id of ``dimensions`` dimensions."""
+    width = characters_per_level(dimensions)
+    low = np.zeros((len(names), dimensions))
+    depths = np.zeros(len(names), dtype=np.int64)
+    lengths = np.array([len(name) for name in names], dtype=np.int64)
+    dimension = np.arange(dimensions)
+    # The bits of a level's last character past the last dimension are 0 in a cube id.
+    unused = (1 << (BITS_PER_CHARACTER * width - dimensions)) - 1
+    for length in np.unique(lengths).tolist():
+        members = np.flatnonzero(lengths == length)
+        if length % width:
+            raise ValueError(f"{names[members[0]]!r} is no cube id of {dimensions} dimensions")
+        levels = length // width
+        depths[members] = levels
+        if not levels:
+            continue
+        text = "".join(names[i] for i in members).encode("utf-8")
+        if len(text) != length * len(members):
+            raise ValueError(f"a cube id of {dimensions} dimensions is ASCII, not {names[members[0]]!r}")
+        codes = _CODES[np.frombuffer(text, np.uint8)].reshape(len(members), levels, width)
+        if (codes < 0).any() or (codes[:, :, -1] & unused).any():
+            raise ValueError(f"a name among {names[members[0]]!r}, ... is no cube id of {dimensions} dimensions")
+        bits = (codes[:, :, dimension // BITS_PER_CHARACTER] >> (5 - dimension % BITS_PER_CHARACTER)) & 1
+        low[members] = (bits * (2.0 ** -np.arange(1, levels + 1))[None, :, None]).sum(axis=1)
+    return low, low + (2.0**-depths)[:, None]
+
+
 def _upper_halves(mask: int, dimensions: int) -> np.ndarray:
     return np.array([mask >> (dimensions - 1 - i) & 1 for i in range(dimensions)], dtype=np.float64)
 

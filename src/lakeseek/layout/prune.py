@@ -16,7 +16,8 @@ import pyarrow as pa
 
 from lakeseek.expressions import And, Comparison, Constant, In, IsNull, Literal, Or, Predicate
 from lakeseek.expressions.binding import value_type
-from lakeseek.layout.table import LayoutState, block_boxes, decode_bound, storage_array
+from lakeseek.layout.cubes import boxes
+from lakeseek.layout.table import LayoutState, decode_bound, storage_array
 from lakeseek.layout.transforms import Transformation
 from lakeseek.layout.tree import WEIGHT
 from lakeseek.planning.planner import compares_exactly
@@ -44,8 +45,8 @@ class LayoutPruner:
         self.spaces = []
         for rev in state.revisions:
             members = np.flatnonzero(revision == rev.id)
-            boxes = block_boxes(len(rev.transformations), [cubes[i] for i in members])
-            self.spaces.append((rev.transformations, members, boxes))
+            found = boxes(len(rev.transformations), [cubes[i] for i in members])
+            self.spaces.append((rev.transformations, members, found))
         self.bounds = [
             {name: [decode_bound(v) for v in bound] for name, bound in file.statistics.items()} for file in files
         ]

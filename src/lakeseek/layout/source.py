@@ -4,6 +4,7 @@ names, its versions the entries' numbers, and its blocks prune what every query 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar
 
 import pyarrow as pa
 
@@ -25,6 +26,8 @@ def is_layout(storage: Storage, root: str) -> bool:
 
 class LayoutSource(LakeSource):
     name = NAME
+    spark_listing_options: ClassVar[Mapping[str, str]] = {"recursiveFileLookup": "true"}  # files under data/
+    prunes_itself = True
 
     def __init__(self, storage: Storage, root: str) -> None:
         super().__init__(storage, root)

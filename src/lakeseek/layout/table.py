@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -23,7 +22,6 @@ from lakeseek.commits.log import decode_entry, encode_entry, is_entry_name
 from lakeseek.exceptions import CommitFailedError, IndexCorruptError, LakeNotFoundError
 from lakeseek.format import values
 from lakeseek.io import Storage
-from lakeseek.layout.cubes import Cube
 from lakeseek.layout.transforms import Transformation
 
 LAYOUT_DIR = "_lakeseek_layout"
@@ -242,12 +240,3 @@ def file_statistics(table: pa.Table) -> dict:
         low, high = extremes["min"].as_py(), extremes["max"].as_py()
         found[name] = [encode_bound(low), encode_bound(high), column.null_count]
     return found
-
-
-def block_boxes(dimensions: int, cubes: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The boxes (low and high corners, n x dimensions) of cubes named in qbeast's form."""
-    low = np.zeros((len(cubes), dimensions))
-    for i, name in enumerate(cubes):
-        low[i] = Cube.from_string(dimensions, name).low
-    depth = np.array([len(name) for name in cubes]) // max(1, -(-dimensions // 6))
-    return low, low + (2.0**-depth)[:, None]

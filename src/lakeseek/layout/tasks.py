@@ -15,9 +15,10 @@ import pyarrow.parquet as pq
 
 from lakeseek.io import storage_for
 from lakeseek.layout.table import DATA_DIR, Block, LayoutFile, Revision, file_statistics, now_ms
-from lakeseek.layout.tree import OFFSET, WEIGHT, Assignment, Rollup, Tree, assign, unsigned
+from lakeseek.layout.tree import OFFSET, WEIGHT, Assignment, Rollup, Tree, assign, cube_of, sample_threshold, unsigned
 
-_CUBE = "__lakeseek_cube"
+FILE = "__lakeseek_file"  # a row's file in the write
+CUBE = "__lakeseek_cube"  # a row's cube (a code: see layout.tree.cube_of)
 
 
 @dataclass(frozen=True)
@@ -46,32 +47,35 @@ def _weights(table: pa.Table | pa.RecordBatch) -> np.ndarray:
 
 
 def write_task(batches: Iterable[pa.RecordBatch], plan: WritePlan) -> list[dict]:
-    """Write the rows of ``batches`` (of ``plan.schema``, perhaps with more columns) into one
-    file per file of the write they go to; the files' entries, for the commit."""
-    parts: dict[int, list[pa.Table]] = {}
-    max_weights: dict[str, int] = {}  # per cube met: its maximum weight (unsigned)
+    """Write the rows of ``batches`` (of ``plan.schema``, perhaps with more columns; with
+    their ``FILE`` and ``CUBE`` when the write assigned them already) into one file per file
+    of the write they go to; the files' entries, for the commit."""
+    tables = []
     for batch in batches:
         if not batch.num_rows:
             continue
-        table = pa.Table.from_batches([batch]).select(plan.schema.names).cast(plan.schema)
-        found = plan.assign(table)
-        cubes = pa.DictionaryArray.from_arrays(pa.array(found.cube, pa.int32()), pa.array(found.names))
-        table = table.append_column(_CUBE, cubes.cast(pa.string()))
-        order = np.argsort(found.file, kind="stable")
-        files = found.file[order]
-        starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
-        ends = np.r_[starts[1:], len(files)]
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            parts.setdefault(int(files[start]), []).append(table.take(pa.array(order[start:end])))
-        for name, weight in zip(found.names, found.max_weights, strict=True):
-            max_weights.setdefault(name, weight)
+        table = pa.Table.from_batches([batch])
+        if FILE in table.column_names:
+            assigned = table.column(FILE), table.column(CUBE)
+        else:
+            found = plan.assign(table)
+            assigned = pa.array(found.file, pa.int32()), pa.array(found.cube, pa.int64())
+        table = table.select(plan.schema.names).cast(plan.schema)
+        tables.append(table.append_column(FILE, assigned[0]).append_column(CUBE, assigned[1]))
+    if not tables:
+        return []
+    table = pa.concat_tables(tables)
+    table = table.take(pc.sort_indices(table, [(FILE, "ascending"), (WEIGHT, "ascending")]))
+    files = table.column(FILE).to_numpy()
+    starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
+    ends = np.r_[starts[1:], len(files)]
     storage, root = storage_for(plan.location, plan.storage_options)
     written = []
-    for number, pieces in sorted(parts.items()):
-        table = pa.concat_tables(pieces)
-        table = table.take(pc.sort_indices(table, [(WEIGHT, "ascending")]))
-        blocks = _blocks(table, max_weights)
-        data = table.drop_columns([_CUBE])
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        rows = table.slice(start, end - start)
+        blocks = _blocks(rows, plan.tree)
+        data = rows.drop_columns([FILE, CUBE])
+        number = int(files[start])
         path = f"{DATA_DIR}/r{plan.revision.id}-{plan.write_id}-{number:05d}-{uuid.uuid4().hex[:8]}.parquet"
         size = _write_parquet(storage, f"{root}/{path}", data, plan.row_group_rows)
         written.append(
@@ -80,17 +84,28 @@ def write_task(batches: Iterable[pa.RecordBatch], plan: WritePlan) -> list[dict]
     return written
 
 
-def _blocks(table: pa.Table, max_weights: Mapping[str, int]) -> tuple[Block, ...]:
-    grouped = table.group_by(_CUBE).aggregate([(WEIGHT, "min"), (WEIGHT, "count")])
+def _blocks(table: pa.Table, tree: Tree) -> tuple[Block, ...]:
+    grouped = table.group_by(CUBE).aggregate([(WEIGHT, "min"), (WEIGHT, "count")])
     blocks = []
-    columns = (grouped.column(name).to_pylist() for name in (_CUBE, f"{WEIGHT}_min", f"{WEIGHT}_count"))
-    for cube, low, count in zip(*columns, strict=True):
-        blocks.append(Block(cube, int(low), int(max_weights[cube]) - OFFSET, int(count)))
+    columns = (grouped.column(name).to_pylist() for name in (CUBE, f"{WEIGHT}_min", f"{WEIGHT}_count"))
+    for code, low, count in zip(*columns, strict=True):
+        name, max_weight = cube_of(tree, code)
+        blocks.append(Block(name, int(low), max_weight - OFFSET, int(count)))
     return tuple(sorted(blocks, key=lambda b: (len(b.cube), b.cube)))
 
 
+# Row groups also end where a sample of one of these fractions ends (files are sorted by
+# weight), so a sample of a round fraction reads its rows and no more of the file.
+SAMPLE_CUTS = (0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+
+
 def _write_parquet(storage, path: str, table: pa.Table, row_group_rows: int) -> int:
+    weights = table.column(WEIGHT).to_numpy()
+    cuts = np.searchsorted(weights, [sample_threshold(fraction) for fraction in SAMPLE_CUTS])
+    bounds = np.unique(np.r_[0, cuts, np.arange(0, len(weights), row_group_rows), len(weights)])
     storage.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     with storage.fs.open_output_stream(path) as out:
-        pq.write_table(table, out, row_group_size=row_group_rows, compression="snappy")
+        with pq.ParquetWriter(out, table.schema, compression="snappy") as writer:
+            for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+                writer.write_table(table.slice(start, end - start), row_group_size=end - start)
         return out.tell()

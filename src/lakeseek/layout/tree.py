@@ -169,11 +169,10 @@ def roll_up(tree: Tree, max_file_rows: int) -> Rollup:
 
 @dataclass
 class Assignment:
-    """Rows' cubes and files: ``cube`` indexes ``names``; ``file`` is the file of the write."""
+    """Rows' cubes and files in the write: ``cube`` is a code :func:`cube_of` names (the same
+    in every task of the write), ``file`` the file of the write."""
 
     cube: np.ndarray
-    names: list[str]
-    max_weights: list[int]  # per name: the cube's maximum weight (unsigned)
     file: np.ndarray
 
 
@@ -205,26 +204,30 @@ def assign(tree: Tree, rollup: Rollup, points: np.ndarray, weights: np.ndarray) 
         lost = rows[~found]
         depth_of[lost], node_of[lost], new_leaf[lost] = depth, node[~found], mask[~found]
         rows, node = rows[found], at[found]
-    return _named(tree, rollup, depth_of, node_of, new_leaf, weights)
+    return _assigned(tree, rollup, depth_of, node_of, new_leaf, weights)
 
 
-def _named(tree: Tree, rollup: Rollup, depth_of, node_of, new_leaf, weights) -> Assignment:
-    offsets = np.cumsum([0] + [len(level.keys) for level in tree.levels])
+def _assigned(tree: Tree, rollup: Rollup, depth_of, node_of, new_leaf, weights) -> Assignment:
+    offsets = _offsets(tree)
     node_ids = offsets[depth_of] + node_of
     codes = np.where(new_leaf < 0, node_ids, offsets[-1] + node_ids * (1 << tree.dimensions) + new_leaf)
-    distinct, cube = np.unique(codes, return_inverse=True)
-    names, max_weights = [], []
-    for code in distinct.tolist():
-        if code < offsets[-1]:
-            depth = int(np.searchsorted(offsets, code, side="right") - 1)
-            names.append(tree.levels[depth].names[code - offsets[depth]])
-            max_weights.append(int(tree.levels[depth].weights[code - offsets[depth]]))
-        else:
-            max_weights.append(MAX_WEIGHT)
-            parent, child = divmod(code - int(offsets[-1]), 1 << tree.dimensions)
-            depth = int(np.searchsorted(offsets, parent, side="right") - 1)
-            names.append(tree.levels[depth].names[parent - offsets[depth]] + _character(tree.dimensions, child))
     groups = np.concatenate(rollup.group) if rollup.group else np.zeros(1, np.int64)
     group = groups[node_ids]
     spread = rollup.spread[group]
-    return Assignment(cube.astype(np.int64), names, max_weights, rollup.first_file[group] + weights % spread)
+    return Assignment(codes, rollup.first_file[group] + weights % spread)
+
+
+def _offsets(tree: Tree) -> np.ndarray:
+    return np.cumsum([0] + [len(level.keys) for level in tree.levels])
+
+
+def cube_of(tree: Tree, code: int) -> tuple[str, int]:
+    """The name and maximum weight (unsigned) of the cube of an assignment's ``code``: a cube
+    of the tree, or a new leaf below one (codes past the tree's cubes)."""
+    offsets = _offsets(tree)
+    if code < offsets[-1]:
+        depth = int(np.searchsorted(offsets, code, side="right") - 1)
+        return tree.levels[depth].names[code - offsets[depth]], int(tree.levels[depth].weights[code - offsets[depth]])
+    parent, child = divmod(code - int(offsets[-1]), 1 << tree.dimensions)
+    depth = int(np.searchsorted(offsets, parent, side="right") - 1)
+    return tree.levels[depth].names[parent - offsets[depth]] + _character(tree.dimensions, child), MAX_WEIGHT

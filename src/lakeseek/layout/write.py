@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,7 +26,7 @@ from lakeseek.exceptions import CommitFailedError, IncompatibleSchemaError, Inva
 from lakeseek.format.hashing import hash64, mix64
 from lakeseek.io import storage_for
 from lakeseek.layout.table import LayoutFile, LayoutLog, LayoutState, Revision, now_ms
-from lakeseek.layout.tasks import WritePlan, write_task
+from lakeseek.layout.tasks import CUBE, FILE, WritePlan, write_task
 from lakeseek.layout.transforms import (
     LINEAR,
     QUANTILES,
@@ -41,6 +42,7 @@ from lakeseek.layout.tree import OFFSET, SPAN, WEIGHT, estimate, roll_up, unsign
 DEFAULT_CUBE_SIZE = 100_000
 SAMPLE_ROWS = 1_000_000  # rows the tree is estimated from (all of them below this)
 COMMIT_ATTEMPTS = 20
+ARROW_BATCH_ROWS = 100_000
 MODES = ("append", "overwrite")
 
 
@@ -170,18 +172,43 @@ class SparkInput:
 
         columns = [*plan.revision.columns, WEIGHT]
 
-        @F.arrow_udf("int")
-        def file_of(*arrays: pa.Array) -> pa.Array:
-            return pa.array(plan.assign(pa.Table.from_arrays(list(arrays), names=columns)).file, pa.int32())
+        @F.arrow_udf(f"struct<{FILE}: int, {CUBE}: bigint>")
+        def assigned(*arrays: pa.Array) -> pa.Array:
+            found = plan.assign(pa.Table.from_arrays(list(arrays), names=columns))
+            return pa.StructArray.from_arrays(
+                [pa.array(found.file, pa.int32()), pa.array(found.cube, pa.int64())], names=[FILE, CUBE]
+            )
 
         def task(batches):
             for entry in write_task(batches, plan):
                 yield pa.RecordBatch.from_pylist([{"file": json.dumps(entry)}])
 
-        frame = self.frame.withColumn("__lakeseek_file", file_of(*[F.col(f"`{name}`") for name in columns]))
-        frame = frame.repartition(max(1, plan.rollup.files), "__lakeseek_file")
-        rows = frame.mapInArrow(task, "file string").collect()
+        placed = assigned(*[F.col(f"`{name}`") for name in columns])
+        frame = self.frame.select("*", placed[FILE].alias(FILE), placed[CUBE].alias(CUBE))
+        frame = frame.repartition(max(1, plan.rollup.files), FILE)
+        with _arrow_batches(frame.sparkSession, ARROW_BATCH_ROWS):
+            rows = frame.mapInArrow(task, "file string").collect()
         return [json.loads(row["file"]) for row in rows]
+
+
+@contextmanager
+def _arrow_batches(spark, rows: int):
+    """Spark's Arrow batches of ``rows`` rows while the write runs, unless the session sets its
+    own: the Python side of a write is per batch, and Spark's default of 10,000 rows makes the
+    per-batch costs dominate."""
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    if spark.conf.get(key, None) not in (None, "10000"):
+        yield
+        return
+    previous = spark.conf.get(key, None)
+    spark.conf.set(key, str(rows))
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, previous)
 
 
 def finite_range(values: np.ndarray) -> tuple[float | None, float | None]:

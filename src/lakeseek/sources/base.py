@@ -97,6 +97,12 @@ class LakeSource(ABC):
     # Whether Spark's own reading of the root as a directory of Parquet files reads exactly the
     # lake's files (a directory's); a table format's directory also holds files it removed.
     listed_by_spark: ClassVar[bool] = False
+    # Spark read options its Parquet scan of the root needs to list the lake's files at all
+    # (files in subdirectories that are not partitions: recursiveFileLookup).
+    spark_listing_options: ClassVar[Mapping[str, str]] = {}
+    # Whether the lake's own layout narrows a scan (prune): then the Spark format reads it
+    # without an index; any other lake needs one there, and its absence is an error.
+    prunes_itself: ClassVar[bool] = False
     # The object store's settings the lake was opened with (see lakeseek.io): build tasks,
     # wherever they run, open the lake again with them.
     storage_options: Mapping[str, object] = {}

@@ -29,9 +29,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 from pyspark.sql import datasource as spark_filters
 
+from lakeseek.engine.runner import LocalRunner
 from lakeseek.exceptions import LakeseekError
 from lakeseek.io import Stamp
 from lakeseek.lake.formats import PARQUET
@@ -39,7 +41,7 @@ from lakeseek.sources.base import LakeSource
 from lakeseek.spark import PYTHON_FORMAT
 from lakeseek.spark.dataframes import spark_schema
 from lakeseek.spark.datasource import open_source_index, open_source_lake
-from lakeseek.spark.filters import Both, Either, usable
+from lakeseek.spark.filters import Both, Either, Pushed, conjunction, usable
 from lakeseek.spark.scan import plan_scan
 
 log = logging.getLogger("lakeseek")
@@ -64,6 +66,7 @@ def install(spark: SparkSession) -> bool:
         ensure_callback_server_started(gateway)
         spark._jsparkSession.sessionState().resourceLoader().addJar(str(jar))
         spark._jvm.lakeseek.DefaultSource.use(IndexPlanner(spark._jvm))
+        spark._jvm.lakeseek.WeightSample.install(spark._jsparkSession)
     except Py4JError as error:
         log.warning("lakeseek: the JVM data source did not load (%s): the Python one serves 'lakeseek'", error)
         return False
@@ -147,17 +150,33 @@ class IndexPlanner:
     def schema(self, options: str) -> str:
         """The lake's data columns as Spark reads them now (:func:`lakeseek.spark.spark_schema`):
         Spark infers the partition columns from its own listing, with its own settings
-        (``recursiveFileLookup``, ``basePath``, partition type inference)."""
+        (``recursiveFileLookup``, ``basePath``, partition type inference). A lake whose own
+        layout narrows scans (an OTree lake) is read without an index too.
+        Returned as ``{"schema": ..., "options": ...}``: also the read options Spark's listing
+        of the lake needs."""
         from pyspark.sql.types import StructType
 
-        index = open_source_index(json.loads(options))
-        if index.lake.data_format is not PARQUET:
+        parsed = json.loads(options)
+        try:
+            index = open_source_index(parsed)
+            lake, schema, partitions = index.lake, spark_schema(index), index.root.partition_columns
+        except LakeseekError as error:
+            try:
+                lake = open_source_lake(parsed)
+            except LakeseekError:
+                raise error from None
+            if not lake.prunes_itself:
+                raise
+            log.info("lakeseek: no usable index (%s): %s is read through its own layout", error, lake.shown_root)
+            found = lake.discover(lake.snapshot().files, LocalRunner)
+            schema, partitions = StructType.fromJson(json.loads(found.spark_schema)), found.partition_columns
+        if lake.data_format is not PARQUET:
             raise LakeseekError(
                 f"the lakeseek Spark format reads Parquet lakes through Spark's Parquet scan; read the "
-                f"{index.lake.data_format.name} lake {index.source} with lakeseek.spark.to_spark"
+                f"{lake.data_format.name} lake {lake.shown_root} with lakeseek.spark.to_spark"
             )
-        partitions = set(index.root.partition_columns)
-        return StructType([f for f in spark_schema(index).fields if f.name not in partitions]).json()
+        data_columns = StructType([f for f in schema.fields if f.name not in set(partitions)])
+        return json.dumps({"schema": data_columns.jsonValue(), "options": dict(lake.spark_listing_options)})
 
     def candidates(self, options: str, filters: Iterable[Any]) -> str | None:
         """The relative paths of the files that may match, NUL-separated; None to read every
@@ -173,20 +192,27 @@ class IndexPlanner:
         try:
             index = open_source_index(options)
         except LakeseekError as error:
-            log.warning("lakeseek could not open the index (%s): every file of the lake is read", error)
             lake = open_source_lake(options)
+            if not lake.prunes_itself:
+                log.warning("lakeseek could not open the index (%s): every file of the lake is read", error)
             if lake.listed_by_spark:
                 return None
-            files = lake.snapshot().files
-            _refuse_deleted_rows(lake, list(files), files)
+            snapshot = lake.snapshot().files
+            files = list(snapshot)
+            if lake.prunes_itself and (pushed := self._pushed(filters, lake.discover(snapshot, LocalRunner).schema)):
+                files = lake.prune(files, conjunction([found.bound for found in pushed]))
+            _refuse_deleted_rows(lake, files, snapshot)
             return "\0".join(files)
-        converted = [spark_filter for jvm_filter in filters if (spark_filter := self.to_filter(jvm_filter))]
-        pushed = [found for spark_filter in converted if (found := usable(spark_filter, index.schema))]
+        pushed = self._pushed(filters, index.schema)
         if not pushed and index.lake.listed_by_spark:
             return None
         plan = plan_scan(index, [found.predicate for found in pushed])
         _refuse_deleted_rows(index.lake, plan.files, index.lake_state().files)
         return "\0".join(plan.files) if plan.index_used or not index.lake.listed_by_spark else None
+
+    def _pushed(self, filters: Iterable[Any], schema: pa.Schema) -> list[Pushed]:
+        converted = [spark_filter for jvm_filter in filters if (spark_filter := self.to_filter(jvm_filter))]
+        return [found for spark_filter in converted if (found := usable(spark_filter, schema))]
 
     def to_filter(self, jvm_filter: Any) -> spark_filters.Filter | None:
         """A ``org.apache.spark.sql.sources.Filter`` as the Python data source API's filter."""

@@ -1,6 +1,7 @@
 package lakeseek;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.util.List;
@@ -85,9 +86,16 @@ public final class DefaultSource implements RelationProvider, SchemaRelationProv
     options.put("path", "file".equals(root.toUri().getScheme()) ? root.toUri().getPath() : root.toString());
     Planner current = planner();
     String json = toJson(options);
-    StructType lakeSchema = schema != null ? schema : (StructType) DataType.fromJson(current.schema(json));
+    JsonNode described = readJson(current.schema(json));
+    StructType lakeSchema =
+        schema != null ? schema : (StructType) DataType.fromJson(described.get("schema").toString());
     Map<String, String> parquetOptions = new TreeMap<>(options);
     parquetOptions.keySet().removeAll(LAKESEEK_OPTIONS);
+    // What Spark's listing needs to see the lake's files at all (an OTree lake's under data/).
+    described
+        .get("options")
+        .fields()
+        .forEachRemaining(entry -> parquetOptions.put(entry.getKey(), entry.getValue().asText()));
     // Spark's Parquet FileFormat by class name: a HadoopFsRelation even when Parquet runs on
     // DataSource V2 (spark.sql.sources.useV1SourceList without parquet), where "parquet" would
     // name ParquetDataSourceV2. The root is escaped so that Spark's glob expansion reads it as is.
@@ -118,6 +126,14 @@ public final class DefaultSource implements RelationProvider, SchemaRelationProv
   /** The path with Hadoop's glob characters escaped: {@code spark.read} globs the paths it is given. */
   static String literalPath(String path) {
     return path.replaceAll("([\\\\{}\\[\\]*?])", "\\\\$1");
+  }
+
+  private static JsonNode readJson(String json) {
+    try {
+      return new ObjectMapper().readTree(json);
+    } catch (JsonProcessingException error) {
+      throw new IllegalStateException("lakeseek: the planner's answer is not JSON: " + error.getMessage(), error);
+    }
   }
 
   private static String toJson(Map<String, String> options) {

@@ -7,7 +7,11 @@ import org.apache.spark.sql.sources.Filter;
  * through py4j: the JVM lists and reads the lake, the Python driver consults the index.
  */
 public interface Planner {
-  /** The lake's schema as a Spark StructType JSON; options is a JSON object of the read options. */
+  /**
+   * The lake's schema and how Spark lists it, as JSON: {@code {"schema": StructType JSON,
+   * "options": {read options Spark's listing of the lake needs}}}; options is a JSON object of the
+   * read options.
+   */
   String schema(String options);
 
   /** What {@link #candidates} starts with when the scan must not run: then the rest says why. */
