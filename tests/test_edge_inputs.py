@@ -335,8 +335,8 @@ def test_fixed_size_binary_literals_of_any_length_compare(spark, fixed_size_lake
 @pytest.fixture(scope="module")
 def statistics_lake(tmp_path_factory, spark):
     """Files whose row-group statistics pyarrow cannot simplify a filter with: a zoned timestamp
-    in another unit and zone than the lake's, and uint64 values beyond 2^53 (Spark reads them
-    as decimal(20, 0))."""
+    in another unit and zone than the lake's, and 64-bit integers beyond 2^53 (Spark reads
+    uint64 as decimal(20, 0)) compared with floating-point numbers."""
     root = str(tmp_path_factory.mktemp("statistics") / "lake")
     _write(
         f"{root}/a.parquet",
@@ -345,6 +345,7 @@ def statistics_lake(tmp_path_factory, spark):
                 "id": [1, 2, 3],
                 "t": pa.array([0, 1000, None], pa.timestamp("us", tz="UTC")),
                 "u": pa.array([2**64 - 1, 5, None], pa.uint64()),
+                "l": pa.array([-(2**63), 5, None], pa.int64()),
             }
         ),
     )
@@ -355,6 +356,7 @@ def statistics_lake(tmp_path_factory, spark):
                 "id": [4, 5, 6],
                 "t": pa.array([0, 1, 5], pa.timestamp("ms", tz="America/New_York")),
                 "u": pa.array([2**63, 2**53 + 1, 0], pa.uint64()),
+                "l": pa.array([2**63 - 1, 2**53 + 1, 0], pa.int64()),
             }
         ),
     )
@@ -373,6 +375,9 @@ def statistics_lake(tmp_path_factory, spark):
         "u > 9.0e15",
         "u < 2.0 OR u >= 9223372036854775808",
         "u IN (5, 9007199254740993.0)",
+        "l = -9.223372036854775808E18",
+        "l > 9.0E15 OR l < -1.0E0",
+        "l IN (5.0E0, 9.223372036854775807E18)",
     ],
 )
 def test_filters_over_statistics_pyarrow_cannot_compare(spark, statistics_lake, where):

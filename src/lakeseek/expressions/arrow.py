@@ -5,8 +5,8 @@ other number (so ``x > 1`` keeps NaN rows), which makes ``read`` agree with Spar
 
 A Parquet dataset simplifies a filter with each row group's statistics, in the file's own
 column type, before it reads a row. Two of those simplifications fail in pyarrow, so the
-expressions here avoid them: a ``uint64`` column compared in floating point goes through
-``decimal(20, 0)`` (the direct cast refuses statistics beyond 2^53; both casts round
+expressions here avoid them: a 64-bit integer column compared in floating point goes
+through ``decimal(20, 0)`` (the direct cast refuses statistics beyond 2^53; both casts round
 correctly), and when a file holds a zoned timestamp column in another unit *and* zone than
 the lake's, the statistics have no comparison kernel: such a read is made again with the
 timestamp columns wrapped in a cast, which the statistics cannot simplify (it costs that
@@ -219,7 +219,7 @@ def _compares_timestamps(predicate: Predicate, schema: pa.Schema) -> bool:
 
 
 def _cast(field: pc.Expression, column_type: pa.DataType, compared: pa.DataType) -> pc.Expression:
-    if pa.types.is_uint64(column_type) and pa.types.is_floating(compared):
+    if pa.types.is_integer(column_type) and column_type.bit_width == 64 and pa.types.is_floating(compared):
         field = field.cast(pa.decimal128(20, 0))
     return field.cast(compared, safe=False)
 

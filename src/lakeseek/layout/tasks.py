@@ -64,8 +64,8 @@ def write_task(batches: Iterable[pa.RecordBatch], plan: WritePlan) -> list[dict]
         tables.append(table.append_column(FILE, assigned[0]).append_column(CUBE, assigned[1]))
     if not tables:
         return []
-    table = pa.concat_tables(tables)
-    table = table.take(pc.sort_indices(table, [(FILE, "ascending"), (WEIGHT, "ascending")]))
+    table = pa.concat_tables(tables).combine_chunks()
+    table = table.take(_by_file_and_weight(table))
     files = table.column(FILE).to_numpy()
     starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
     ends = np.r_[starts[1:], len(files)]
@@ -82,6 +82,13 @@ def write_task(batches: Iterable[pa.RecordBatch], plan: WritePlan) -> list[dict]
             LayoutFile(path, size, data.num_rows, plan.revision.id, blocks, file_statistics(data), now_ms()).to_json()
         )
     return written
+
+
+def _by_file_and_weight(table: pa.Table) -> np.ndarray:
+    """The order of rows by file, then weight: one 64-bit key sorted by NumPy (a fifth of the
+    time of Arrow's sort by two keys)."""
+    files = table.column(FILE).to_numpy().astype(np.uint64)
+    return np.argsort((files << np.uint64(32)) | unsigned(_weights(table)).astype(np.uint64))
 
 
 def _blocks(table: pa.Table, tree: Tree) -> tuple[Block, ...]:
@@ -105,7 +112,20 @@ def _write_parquet(storage, path: str, table: pa.Table, row_group_rows: int) -> 
     bounds = np.unique(np.r_[0, cuts, np.arange(0, len(weights), row_group_rows), len(weights)])
     storage.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
     with storage.fs.open_output_stream(path) as out:
-        with pq.ParquetWriter(out, table.schema, compression="snappy") as writer:
+        dictionary = _repetitive_columns(table)
+        with pq.ParquetWriter(out, table.schema, compression="snappy", use_dictionary=dictionary) as writer:
             for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
                 writer.write_table(table.slice(start, end - start), row_group_size=end - start)
         return out.tell()
+
+
+def _repetitive_columns(table: pa.Table, probe: int = 8192) -> list[str]:
+    """The columns worth dictionary encoding: those repeating values in the file's first rows.
+    A row group here is small enough that a dictionary never overflows into Parquet's plain
+    fallback, so for distinct values it would double the write time and grow the file."""
+    head = table.slice(0, probe)
+    return [
+        name
+        for name in table.column_names
+        if name != WEIGHT and pc.count_distinct(head.column(name)).as_py() <= head.num_rows // 2
+    ]
