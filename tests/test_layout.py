@@ -4,6 +4,9 @@ files, and filters and samples through the blocks compared with DuckDB over ever
 from __future__ import annotations
 
 import datetime as dt
+import importlib
+import os
+import shutil
 import threading
 from collections import Counter
 
@@ -19,9 +22,10 @@ import lakeseek
 import lakeseek.layout as layout
 from lakeseek.exceptions import InvalidArgumentError, LakeseekError, UnknownColumnError
 from lakeseek.layout.cubes import Cube
-from lakeseek.layout.table import LayoutLog
+from lakeseek.layout.table import SCRATCH_DIR, LayoutLog
 from lakeseek.layout.tree import OFFSET, WEIGHT
 
+layout_write = importlib.import_module("lakeseek.layout.write")  # the module (the package's `write` is the function)
 EPOCH = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -236,6 +240,23 @@ def test_racing_appends_all_land(tmp_path):
     assert versions == list(range(7))
 
 
+def test_a_lake_written_again_at_the_same_place_reads_as_the_new_one(tmp_path):
+    """Parsed log entries are kept in the process by their listing and checksum: a lake
+    deleted and written again (same entry name and size, and here the same file time, as a
+    coarse clock or an object store's seconds give) must not read as the old one."""
+    location = str(tmp_path / "lake")
+    entry = tmp_path / "lake" / "_lakeseek_layout" / "log" / f"{0:020d}.json"
+    previous = None
+    for round_ in range(1, 6):
+        shutil.rmtree(location, ignore_errors=True)
+        rows = pa.table({"a": pa.array([round_ * 10 + i for i in range(10)], pa.int64())})
+        layout.write(rows, location, ["a"], cube_size=100)
+        if previous is not None and entry.stat().st_size == previous.st_size:
+            os.utime(entry, ns=(previous.st_atime_ns, previous.st_mtime_ns))
+        previous = entry.stat()
+        assert sorted(layout.read(location, "a >= 0").column("a").to_pylist()) == rows.column("a").to_pylist()
+
+
 def test_an_index_on_an_otree_lake_reads_through_its_blocks(tmp_path):
     location = str(tmp_path / "lake")
     layout.write(make_rows(3, 8000), location, ["a", "ts"], cube_size=300)
@@ -283,11 +304,15 @@ def test_bad_requests_are_one_line_errors(tmp_path):
         lakeseek.open_index(str(plain)).read("a = 1", sample=0.1)
 
 
-def test_spark_writes_the_same_layout_and_reads_samples_through_the_blocks(spark, tmp_path):
+def test_spark_writes_the_same_layout_and_reads_samples_through_the_blocks(spark, tmp_path, monkeypatch):
     location = str(tmp_path / "lake")
     rows = make_rows(9, 6000)
-    frame = spark.createDataFrame(rows.to_pandas())
+    frame = spark.createDataFrame(rows.to_pandas()).repartition(3)
+    # Several write tasks, each fed by several spills of every routing task.
+    monkeypatch.setattr(layout_write, "ROWS_PER_WRITE_TASK", 1500)
+    monkeypatch.setattr(layout_write, "SPILL_BYTES", 20_000)
     layout.write(frame, location, ["a", "b:quantiles", "ts"], cube_size=250)
+    assert not [path for path in (tmp_path / "lake" / SCRATCH_DIR).rglob("*") if path.is_file()]
     layout.write(
         spark.createDataFrame(make_rows(10, 1000, start=900).to_pandas()),
         location,

@@ -248,6 +248,16 @@ class Storage:
             out.write(data)
         self._count(IOStats.add_write, len(data))
 
+    @contextlib.contextmanager
+    def output(self, path: str) -> Iterator[pa.NativeFile]:
+        """A stream writing a file under a name nobody else writes (as :meth:`write`), for
+        writers that produce a large file in parts."""
+        self.fs.create_dir(parent(path), recursive=True)
+        with self.fs.open_output_stream(path) as out:
+            yield out
+            written = out.tell()
+        self._count(IOStats.add_write, written)
+
     def put_if_absent(self, path: str, data: bytes, owner: str = "") -> None:
         """Create ``path`` holding ``data`` atomically, or raise ``FileExistsError``.
 

@@ -4,14 +4,12 @@
 the rows a source deleted without rewriting the file are left out, partition values and
 missing columns included), and :func:`file_groups` splits files into scan tasks. Tasks hand
 their results to the driver as Arrow spills in the operation's scratch directory
-(:func:`write_spill`, :func:`read_spill`), cleared when the build ends (:func:`scratch_cleared`).
+(:mod:`lakeseek.io.spills`), cleared when the build ends (:func:`scratch_cleared`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +21,7 @@ from lakeseek.expressions.binding import resolve_column, value_type
 from lakeseek.format import values
 from lakeseek.format.lineage import Lineage
 from lakeseek.io import Address, Stamp, Storage
+from lakeseek.io.spills import scratch_removed
 from lakeseek.kinds.base import KEY, ROW_GROUP, Job
 from lakeseek.lake.files import kept_rows, open_data_file, partition_fields, plain_schema
 from lakeseek.lake.formats.base import ColumnStatistics
@@ -212,24 +211,6 @@ class FileKeyReader:
             ) from error
 
 
-@contextmanager
-def scratch_cleared(job: Job) -> Iterator[None]:
+def scratch_cleared(job: Job):
     """The operation's scratch directory deleted when the build's stages end, however they end."""
-    scratch = f"{job.files.index_dir}/{job.files.scratch_dir}"
-    try:
-        yield
-    finally:
-        if job.storage.is_dir(scratch):
-            job.storage.delete_dir(scratch)
-
-
-def write_spill(storage: Storage, path: str, table: pa.Table) -> None:
-    """``table`` as an Arrow IPC file at ``path`` (a task's result for the driver)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    storage.write(path, sink.getvalue().to_pybytes())
-
-
-def read_spill(storage: Storage, path: str) -> pa.Table:
-    return pa.ipc.open_file(pa.py_buffer(storage.read(path))).read_all()
+    return scratch_removed(job.storage, f"{job.files.index_dir}/{job.files.scratch_dir}")

@@ -69,9 +69,16 @@ _CUSTOM_ZONE = re.compile(r"GMT([+-])(\d{1,2})(?::?(\d{2}))?")  # java.util.Time
 _ETC_GMT = re.compile(r"Etc/GMT([+-])(\d{1,2})")
 
 
-def parquet_format() -> ds.ParquetFileFormat:
-    """The Parquet format lakeseek reads lake files with: INT96 as microseconds, as Spark does."""
-    return ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit=INT96_UNIT))
+@functools.cache
+def parquet_format(*, coalesce_reads: bool = True) -> ds.ParquetFileFormat:
+    """The Parquet format lakeseek reads lake files with: INT96 as microseconds, as Spark does.
+    ``coalesce_reads``: fetch a file's column chunks in a few large ranged reads, ahead of
+    decoding (pyarrow's pre-buffering), which an object store's per-request latency pays for;
+    on a local file system it costs a scan of small row groups more than it saves."""
+    return ds.ParquetFileFormat(
+        read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit=INT96_UNIT),
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=coalesce_reads),
+    )
 
 
 def open_parquet(file: pa.NativeFile) -> pq.ParquetFile:

@@ -8,9 +8,12 @@ Which files make the lake, and their partition values, are the lake source's
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -74,20 +77,85 @@ def _dataset(
 ) -> ds.FileSystemDataset | RebasedDataset:
     fields = partition_fields(schema, partition_columns)
     data_format = source.data_format
-    file_format = data_format.dataset_format(pa.schema([f for f in schema if f.name not in partition_columns]))
+    file_format = data_format.dataset_format(
+        pa.schema([f for f in schema if f.name not in partition_columns]), local=source.storage.is_local
+    )
     fs = source.storage.fs
-    fragments = [
-        data_format.fragment(
-            file_format,
-            source.path(path),
-            fs,
-            source.partition_expression(path, fields, time_zone) if partition_columns else ds.scalar(True),
-            stamps[path].size if path in stamps else None,
-            row_groups.get(path),
-        )
-        for path in paths
-    ]
+    fragments: list[ds.Fragment] = []
+    subsets: list[tuple[int, _Kept, Sequence[int]]] = []
+    for path in paths:
+        partition = source.partition_expression(path, fields, time_zone) if partition_columns else ds.scalar(True)
+        stamp, chosen = stamps.get(path), row_groups.get(path)
+        if stamp is None or not data_format.keeps_footers:
+            fragments.append(
+                data_format.fragment(file_format, source.path(path), fs, partition, stamp and stamp.size, chosen)
+            )
+            continue
+        key = (id(fs), id(file_format), source.path(path), tuple(stamp), str(partition))
+        kept = _FRAGMENTS.get(key)
+        if kept is None:
+            kept = _Kept(data_format.fragment(file_format, source.path(path), fs, partition, stamp.size, None))
+            _FRAGMENTS.put(key, kept)
+        if chosen is not None:
+            subsets.append((len(fragments), kept, chosen))
+        fragments.append(kept.fragment)
+    if subsets:
+        # A subset is made from the footer: those not read yet are read at once, not one by one.
+        _read_footers([kept for _, kept, _ in subsets if not kept.footer_read])
+        for i, kept, chosen in subsets:
+            fragments[i] = data_format.subset(kept.fragment, chosen)
     return data_format.view(ds.FileSystemDataset(fragments, schema, file_format, fs))
+
+
+_FOOTER_READERS = 16
+
+
+def _read_footers(kept: list[_Kept]) -> None:
+    def read(one: _Kept) -> None:
+        one.fragment.ensure_complete_metadata()
+        one.footer_read = True
+
+    if len(kept) <= 1:
+        for one in kept:
+            read(one)
+        return
+    with ThreadPoolExecutor(min(_FOOTER_READERS, len(kept))) as pool:
+        list(pool.map(read, kept))
+
+
+@dataclass
+class _Kept:
+    fragment: ds.Fragment
+    footer_read: bool = False
+
+
+class _KeptFragments:
+    """Whole-file fragments of data files read in this process, the latest ``KEPT``, by file
+    system, format, path, stamp (which changes with the content: see Storage.walk_files) and
+    partition values. A Parquet fragment keeps the footer its first scan read, so a file read
+    again (a query repeated, or another on the same files) is opened without reading it again."""
+
+    KEPT = 20_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fragments: OrderedDict[tuple, _Kept] = OrderedDict()
+
+    def get(self, key: tuple) -> _Kept | None:
+        with self._lock:
+            found = self._fragments.get(key)
+            if found is not None:
+                self._fragments.move_to_end(key)
+            return found
+
+    def put(self, key: tuple, kept: _Kept) -> None:
+        with self._lock:
+            self._fragments[key] = kept
+            while len(self._fragments) > self.KEPT:
+                self._fragments.popitem(last=False)
+
+
+_FRAGMENTS = _KeptFragments()
 
 
 def kept_rows(num_rows: int, deleted: np.ndarray, path: str) -> pa.BooleanArray:

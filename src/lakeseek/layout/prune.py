@@ -9,7 +9,10 @@ constants combine per block; NOT and whatever else a leaf cannot be tested on ke
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +26,19 @@ from lakeseek.layout.tree import WEIGHT
 from lakeseek.planning.planner import compares_exactly
 
 _Interval = tuple[float, float]
+_PRUNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PRUNERS_LOCK = threading.Lock()
+
+
+def pruner_of(state: LayoutState) -> LayoutPruner:
+    """The pruner of ``state``, made once per state object (states are cached per log entry)."""
+    with _PRUNERS_LOCK:
+        found = _PRUNERS.get(state)
+    if found is None:
+        found = LayoutPruner(state)
+        with _PRUNERS_LOCK:
+            _PRUNERS[state] = found
+    return found
 
 
 class LayoutPruner:
@@ -47,9 +63,9 @@ class LayoutPruner:
             members = np.flatnonzero(revision == rev.id)
             found = boxes(len(rev.transformations), [cubes[i] for i in members])
             self.spaces.append((rev.transformations, members, found))
-        self.bounds = [
-            {name: [decode_bound(v) for v in bound] for name, bound in file.statistics.items()} for file in files
-        ]
+        self._statistics = [file.statistics for file in files]
+        self._bounds: dict[str, _FileBounds] = {}
+        self._lock = threading.Lock()
 
     def files(self, predicate: Predicate, candidates: Iterable[str] | None = None) -> list[str]:
         """The paths (of ``candidates``, default all) holding a block that may match."""
@@ -84,17 +100,51 @@ class LayoutPruner:
         return keep
 
     def _by_bounds(self, predicate, values: list) -> np.ndarray:
-        files = np.ones(len(self.paths), dtype=bool)
-        for number, bounds in enumerate(self.bounds):
-            bound = bounds.get(predicate.column)
-            if bound is not None:
-                low, high, nulls = bound
-                files[number] = bool(
-                    _in_range(predicate, values, np.array([low], dtype=object), np.array([high], dtype=object), nulls)[
-                        0
-                    ]
-                )
+        """Per block: whether its file's bounds of the leaf's column may hold a row it keeps."""
+        bounds = self._file_bounds(predicate.column)
+        files = ~bounds.recorded
+        if isinstance(predicate, IsNull):
+            files |= bounds.nulls
+        else:
+            present = np.flatnonzero(bounds.present)
+            files[present] = _in_range(predicate, values, bounds.low[present], bounds.high[present])
         return files[self.owner] if len(self.owner) else np.zeros(0, dtype=bool)
+
+    def _file_bounds(self, column: str) -> _FileBounds:
+        with self._lock:
+            found = self._bounds.get(column)
+        if found is None:
+            found = _FileBounds.of(column, self._statistics)
+            with self._lock:
+                self._bounds[column] = found
+        return found
+
+
+@dataclass(frozen=True)
+class _FileBounds:
+    """One column's bounds in every file: whether the file records them, holds a non-NULL
+    value, holds a NULL; the lowest and highest values (Python objects, compared exactly)."""
+
+    recorded: np.ndarray
+    present: np.ndarray
+    nulls: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+    @classmethod
+    def of(cls, column: str, statistics: list[dict]) -> _FileBounds:
+        count = len(statistics)
+        recorded, present, nulls = (np.zeros(count, dtype=bool) for _ in range(3))
+        low, high = np.full(count, None, dtype=object), np.full(count, None, dtype=object)
+        for number, entry in enumerate(statistics):
+            bound = entry.get(column)
+            if bound is None:
+                continue
+            recorded[number], nulls[number] = True, bool(bound[2])
+            if bound[0] is not None and bound[1] is not None:
+                present[number] = True
+                low[number], high[number] = decode_bound(bound[0]), decode_bound(bound[1])
+        return cls(recorded, present, nulls, low, high)
 
 
 def _values(predicate: Comparison | In | IsNull, column_type: pa.DataType) -> list | None:
@@ -131,13 +181,11 @@ def _as_storage(array: pa.Array | None):
     return None if array is None else storage_array(array).to_pylist()[0]
 
 
-def _in_range(predicate, values: list, low: np.ndarray, high: np.ndarray, nulls=None) -> np.ndarray:
+def _in_range(predicate, values: list, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """Whether blocks (or files) of values in ``[low, high]`` may hold a row the leaf keeps."""
     if isinstance(predicate, IsNull):
-        return np.ones(len(low), dtype=bool) if nulls is None else np.full(len(low), bool(nulls))
+        return np.ones(len(low), dtype=bool)
     points = [_as_storage(v) for v in values if v is not None]
-    if isinstance(low, np.ndarray) and low.dtype == object and (low[0] is None or high[0] is None):
-        return np.zeros(len(low), dtype=bool)  # only NULLs
     op = predicate.op if isinstance(predicate, Comparison) else "in"
     if not points:
         return np.zeros(len(low), dtype=bool)  # a comparison with NULL keeps nothing

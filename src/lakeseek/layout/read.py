@@ -12,7 +12,7 @@ from lakeseek.expressions import And, Comparison, Predicate, python_literal
 from lakeseek.expressions.arrow import read_matching
 from lakeseek.expressions.binding import bind
 from lakeseek.expressions.sql import parse_where
-from lakeseek.layout.source import NAME, LayoutSource
+from lakeseek.layout.source import NAME, LayoutSource, stamps_of
 from lakeseek.layout.tree import OFFSET, SPAN, WEIGHT, sample_threshold
 from lakeseek.sources import open_lake
 
@@ -48,10 +48,12 @@ def _open(location: str, storage_options: Mapping[str, object] | None) -> Layout
 def plan_files(
     location: str, where: str = "TRUE", *, sample: float | None = None, storage_options=None
 ) -> tuple[LayoutSource, list[str], Predicate]:
+    """The lake (its state read once: one LIST of the log), the files a read of ``where``
+    (and a ``sample``) opens, and the bound predicate."""
     lake = _open(location, storage_options)
     schema = lake.state().schema
     predicate = with_sample(bind(parse_where(where), schema), sample, schema, lake.shown_root)
-    return lake, lake.prune(sorted(lake.state().files), predicate), predicate
+    return lake, lake.prune(sorted(lake.current.files), predicate), predicate
 
 
 def files(location: str, where: str = "TRUE", *, sample: float | None = None, storage_options=None) -> list[str]:
@@ -71,9 +73,8 @@ def read(
     """The rows of the OTree lake at ``location`` matching ``where`` (SQL), of a ``sample``
     fraction when given, read from the files its blocks allow only."""
     lake, chosen, predicate = plan_files(location, where, sample=sample, storage_options=storage_options)
-    state = lake.state()
-    stamps = lake.snapshot().files
-    dataset = lake.dataset(chosen, state.schema, (), stamps={path: stamps[path] for path in chosen})
+    state = lake.current
+    dataset = lake.dataset(chosen, state.schema, (), stamps=stamps_of(state, chosen))
     return read_matching(dataset, columns, predicate, state.schema)
 
 

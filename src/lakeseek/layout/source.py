@@ -3,7 +3,7 @@ names, its versions the entries' numbers, and its blocks prune what every query 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import ClassVar
 
 import pyarrow as pa
@@ -13,7 +13,7 @@ from lakeseek.exceptions import IndexCorruptError, LakeNotFoundError
 from lakeseek.io import Stamp, Storage
 from lakeseek.lake.formats.base import ColumnStatistics
 from lakeseek.lake.state import Changes
-from lakeseek.layout.prune import LayoutPruner
+from lakeseek.layout.prune import pruner_of
 from lakeseek.layout.table import LAYOUT_DIR, LayoutLog, LayoutState, decode_bound
 from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, bounded_by_metadata
 
@@ -22,6 +22,12 @@ NAME = "otree"
 
 def is_layout(storage: Storage, root: str) -> bool:
     return storage.is_dir(f"{root}/{LAYOUT_DIR}/log")
+
+
+def stamps_of(state: LayoutState, paths: Iterable[str]) -> dict[str, Stamp]:
+    """The stamps of ``paths`` of ``state``: files are never rewritten in place (unique
+    names), so their size and write time identify them."""
+    return {path: Stamp(state.files[path].size, state.files[path].written_ms * 1_000_000, "") for path in paths}
 
 
 class LayoutSource(LakeSource):
@@ -33,24 +39,23 @@ class LayoutSource(LakeSource):
         super().__init__(storage, root)
         self.log = LayoutLog(storage, root)
         self._state: LayoutState | None = None
-        self._pruner: tuple[int, LayoutPruner] | None = None
 
     def state(self, version: int | None = None) -> LayoutState:
-        """The latest state (or ``version``'s), read once per version."""
+        """The latest state (one LIST of the log), or ``version``'s."""
         if version is None:
-            latest = self.log.versions()
-            version = latest[-1] if latest else None
-            if version is None:
-                return self.log.latest()  # LakeNotFoundError, named
-        if self._state is None or self._state.version != version:
+            self._state = self.log.latest()
+        elif self._state is None or self._state.version != version:
             self._state = self.log.read(version)
         return self._state
 
+    @property
+    def current(self) -> LayoutState:
+        """The state this handle read last (the latest, read now, when it read none)."""
+        return self._state or self.state()
+
     def snapshot(self, *, exclude: str | None = None) -> Snapshot:
         state = self.state()
-        # Files are never rewritten in place (unique names): size and write time identify them.
-        files = {path: Stamp(f.size, f.written_ms * 1_000_000, "") for path, f in state.files.items()}
-        return Snapshot(files, str(state.version))
+        return Snapshot(stamps_of(state, state.files), str(state.version))
 
     def version(self, known: str | None = None) -> str | None:
         versions = self.log.versions()
@@ -94,9 +99,7 @@ class LayoutSource(LakeSource):
         does not name are kept."""
         # Any state read will do, without asking the log again: a file's path names one content
         # and its blocks for good, and files the state does not name are kept.
-        state = self._state or self.state()
-        if self._pruner is None or self._pruner[0] != state.version:
-            self._pruner = (state.version, LayoutPruner(state))
+        state = self.current
         listed = [path for path in files if path in state.files]
-        kept = set(self._pruner[1].files(predicate, listed))
+        kept = set(pruner_of(state).files(predicate, listed))
         return [path for path in files if path in kept or path not in state.files]

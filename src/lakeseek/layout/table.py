@@ -11,7 +11,9 @@ leaves invisible files, never half a write.
 from __future__ import annotations
 
 import base64
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -21,11 +23,12 @@ import pyarrow.compute as pc
 from lakeseek.commits.log import decode_entry, encode_entry, is_entry_name
 from lakeseek.exceptions import CommitFailedError, IndexCorruptError, LakeNotFoundError
 from lakeseek.format import values
-from lakeseek.io import Storage
+from lakeseek.io import FileStatus, Storage
 from lakeseek.layout.transforms import Transformation
 
 LAYOUT_DIR = "_lakeseek_layout"
 DATA_DIR = "data"
+SCRATCH_DIR = f"{LAYOUT_DIR}/scratch"  # a Spark write's spills, removed when it ends
 FORMAT = "lakeseek-layout"
 FORMAT_VERSION = 1
 
@@ -93,9 +96,10 @@ class LayoutFile:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LayoutState:
-    """One version of an OTree lake."""
+    """One version of an OTree lake (compared by identity: parsed once per entry, see
+    :class:`_ParsedEntries`, and what is derived from it is kept by it)."""
 
     version: int
     schema: pa.Schema
@@ -158,27 +162,46 @@ class LayoutLog:
     def exists(self) -> bool:
         return bool(self.versions())
 
-    def versions(self) -> list[int]:
+    def listing(self) -> dict[int, FileStatus]:
+        """The log's entries by version (one LIST)."""
         if not self.storage.is_dir(self.log_dir):
-            return []
-        names = (status.path.rsplit("/", 1)[-1] for status in self.storage.list_files(self.log_dir, recursive=False))
-        return sorted(int(name[:20]) for name in names if is_entry_name(name))
+            return {}
+        found = {}
+        for status in self.storage.list_files(self.log_dir, recursive=False):
+            name = status.path.rsplit("/", 1)[-1]
+            if is_entry_name(name):
+                found[int(name[:20])] = status
+        return dict(sorted(found.items()))
+
+    def versions(self) -> list[int]:
+        return list(self.listing())
 
     def latest(self) -> LayoutState:
-        versions = self.versions()
-        if not versions:
+        listing = self.listing()
+        if not listing:
             raise LakeNotFoundError(f"no lakeseek layout at {self.storage.uri(self.root)}")
-        return self.read(versions[-1])
+        version, status = next(reversed(listing.items()))
+        return self.read(version, status)
 
-    def read(self, version: int) -> LayoutState:
+    def read(self, version: int, status: FileStatus | None = None) -> LayoutState:
+        """Version ``version``'s state; parsed once in this process when the listing's
+        ``status`` of its entry is given (see :class:`_ParsedEntries`)."""
         path = self.entry_path(version)
+        key = None
         try:
+            if status is not None:
+                key = (id(self.storage), path, status.size, status.mtime_ns, self.storage.read_range(path, 0, HEAD))
+                found = _PARSED.get(key)
+                if found is not None:
+                    return found
             data = self.storage.read(path)
         except FileNotFoundError as error:
             raise LakeNotFoundError(f"layout version {version} not found at {path}") from error
         state = LayoutState.from_json(decode_entry(data, path), path)
         if state.version != version:
             raise IndexCorruptError(f"layout log entry {path} holds version {state.version}, not {version}")
+        if key is not None:
+            _PARSED.put(key, state)
         return state
 
     def commit(self, state: LayoutState) -> None:
@@ -187,6 +210,40 @@ class LayoutLog:
             self.storage.put_if_absent(self.entry_path(state.version), encode_entry(state.to_json()))
         except FileExistsError as error:
             raise CommitFailedError(f"another writer committed layout version {state.version} first") from error
+
+
+# An entry's first bytes hold the checksum of its body (see lakeseek.commits.log.encode_entry).
+HEAD = 32
+
+
+class _ParsedEntries:
+    """Log entries parsed in this process, the latest few, by their storage, path, listed
+    size and modification time, and first bytes. An entry is created once (put-if-absent) and
+    never rewritten, so its path names its content for as long as it exists; the rest tells a
+    log deleted and written again at the same place (file times tick in milliseconds), by the
+    checksum of the new entry's body."""
+
+    KEPT = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._states: OrderedDict[tuple, LayoutState] = OrderedDict()
+
+    def get(self, key: tuple) -> LayoutState | None:
+        with self._lock:
+            found = self._states.get(key)
+            if found is not None:
+                self._states.move_to_end(key)
+            return found
+
+    def put(self, key: tuple, state: LayoutState) -> None:
+        with self._lock:
+            self._states[key] = state
+            while len(self._states) > self.KEPT:
+                self._states.popitem(last=False)
+
+
+_PARSED = _ParsedEntries()
 
 
 def now_ms() -> int:

@@ -1,6 +1,13 @@
 """Writing one task's rows into OTree files: each row to its cube and file (the write's
 tree), each file sorted by weight (so a sample reads a prefix of it: Parquet's row-group
-statistics of the weight skip the rest), with its blocks and column bounds."""
+statistics of the weight skip the rest), with its blocks and column bounds.
+
+A Spark write runs in two stages of Python tasks, so that the rows cross from the JVM to
+Python once: :func:`route_task` assigns each input partition's rows and spills them, per
+write task of the files they go to, as Arrow files in the write's scratch directory (a
+shuffle of Arrow batches, cheaper here than Spark's shuffle followed by a second conversion
+of every row to Arrow); :func:`write_spilled` writes one write task's files from its spills.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakeseek.io import storage_for
+from lakeseek.io.spills import read_spill, write_spill
 from lakeseek.layout.table import DATA_DIR, Block, LayoutFile, Revision, file_statistics, now_ms
 from lakeseek.layout.tree import OFFSET, WEIGHT, Assignment, Rollup, Tree, assign, cube_of, sample_threshold, unsigned
 
@@ -33,6 +41,8 @@ class WritePlan:
     row_group_rows: int
     storage_options: Mapping[str, object] = field(default_factory=dict)
     write_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    write_tasks: int = 1  # tasks writing the files of a Spark write: a range of file numbers each
+    spill_bytes: int = 256 << 20  # a routing task spills what it holds once it holds this much
 
     def points(self, table: pa.Table | pa.RecordBatch) -> np.ndarray:
         columns = [t.positions(table.column(t.column)) for t in self.revision.transformations]
@@ -40,6 +50,11 @@ class WritePlan:
 
     def assign(self, table: pa.Table | pa.RecordBatch) -> Assignment:
         return assign(self.tree, self.rollup, self.points(table), unsigned(_weights(table)))
+
+
+def write_task_of(plan: WritePlan, files: np.ndarray) -> np.ndarray:
+    """The write task of each of the write's file numbers (consecutive files: near cubes)."""
+    return np.asarray(files, dtype=np.int64) * plan.write_tasks // max(plan.rollup.files, 1)
 
 
 def _weights(table: pa.Table | pa.RecordBatch) -> np.ndarray:
@@ -84,6 +99,52 @@ def write_task(batches: Iterable[pa.RecordBatch], plan: WritePlan) -> list[dict]
     return written
 
 
+def route_task(batches: Iterable[pa.RecordBatch], plan: WritePlan, scratch: str) -> list[dict]:
+    """Stage one of a Spark write: the rows of ``batches`` with their file and cube, spilled
+    per write task under ``scratch``: ``[{"task": n, "path": spill}, ...]``."""
+    storage, _ = storage_for(plan.location, plan.storage_options)
+    held: list[pa.Table] = []
+    tasks: list[np.ndarray] = []
+    spills: list[dict] = []
+    name = uuid.uuid4().hex[:12]
+
+    def spill() -> None:
+        if not held:
+            return
+        routed = np.concatenate(tasks)
+        order = np.argsort(routed, kind="stable")
+        table, routed = pa.concat_tables(held).take(order), routed[order]
+        starts = np.flatnonzero(np.r_[True, routed[1:] != routed[:-1]])
+        for start, end in zip(starts.tolist(), np.r_[starts[1:], len(routed)].tolist(), strict=True):
+            path = f"{scratch}/{int(routed[start]):05d}-{name}-{len(spills):05d}.arrow"
+            write_spill(storage, path, table.slice(start, end - start))
+            spills.append({"task": int(routed[start]), "path": path})
+        held.clear()
+        tasks.clear()
+
+    holding = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        table = pa.Table.from_batches([batch]).select(plan.schema.names).cast(plan.schema)
+        found = plan.assign(table)
+        table = table.append_column(FILE, pa.array(found.file, pa.int32()))
+        held.append(table.append_column(CUBE, pa.array(found.cube, pa.int64())))
+        tasks.append(write_task_of(plan, found.file))
+        holding += table.nbytes
+        if holding >= plan.spill_bytes:
+            spill()
+            holding = 0
+    spill()
+    return spills
+
+
+def write_spilled(plan: WritePlan, paths: list[str]) -> list[dict]:
+    """Stage two of a Spark write: the files of one write task, from its spills."""
+    storage, _ = storage_for(plan.location, plan.storage_options)
+    return write_task((batch for path in paths for batch in read_spill(storage, path).to_batches()), plan)
+
+
 def _by_file_and_weight(table: pa.Table) -> np.ndarray:
     """The order of rows by file, then weight: one 64-bit key sorted by NumPy (a fifth of the
     time of Arrow's sort by two keys)."""
@@ -110,8 +171,7 @@ def _write_parquet(storage, path: str, table: pa.Table, row_group_rows: int) -> 
     weights = table.column(WEIGHT).to_numpy()
     cuts = np.searchsorted(weights, [sample_threshold(fraction) for fraction in SAMPLE_CUTS])
     bounds = np.unique(np.r_[0, cuts, np.arange(0, len(weights), row_group_rows), len(weights)])
-    storage.fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    with storage.fs.open_output_stream(path) as out:
+    with storage.output(path) as out:
         dictionary = _repetitive_columns(table)
         with pq.ParquetWriter(out, table.schema, compression="snappy", use_dictionary=dictionary) as writer:
             for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):

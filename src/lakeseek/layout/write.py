@@ -25,8 +25,9 @@ import pyarrow as pa
 from lakeseek.exceptions import CommitFailedError, IncompatibleSchemaError, InvalidArgumentError, UnknownColumnError
 from lakeseek.format.hashing import hash64, mix64
 from lakeseek.io import storage_for
-from lakeseek.layout.table import LayoutFile, LayoutLog, LayoutState, Revision, now_ms
-from lakeseek.layout.tasks import CUBE, FILE, WritePlan, write_task
+from lakeseek.io.spills import scratch_removed
+from lakeseek.layout.table import SCRATCH_DIR, LayoutFile, LayoutLog, LayoutState, Revision, now_ms
+from lakeseek.layout.tasks import WritePlan, route_task, write_spilled, write_task
 from lakeseek.layout.transforms import (
     LINEAR,
     QUANTILES,
@@ -40,9 +41,12 @@ from lakeseek.layout.transforms import (
 from lakeseek.layout.tree import OFFSET, SPAN, WEIGHT, estimate, roll_up, unsigned
 
 DEFAULT_CUBE_SIZE = 100_000
-SAMPLE_ROWS = 1_000_000  # rows the tree is estimated from (all of them below this)
+SAMPLE_ROWS = 500_000  # rows the tree is estimated from (all of them below this)
 COMMIT_ATTEMPTS = 20
 ARROW_BATCH_ROWS = 100_000
+ROWS_PER_WRITE_TASK = 1_000_000  # rows a Spark task sorts and writes in memory
+ROW_GROUP_ROWS = 131_072  # most row groups end sooner, at a sample fraction (see layout.tasks)
+SPILL_BYTES = 256 << 20  # rows a Spark task routing rows to the write tasks holds before it spills them
 MODES = ("append", "overwrite")
 
 
@@ -168,27 +172,29 @@ class SparkInput:
         return frame.toArrow()
 
     def write(self, plan: WritePlan) -> list[dict]:
-        from pyspark.sql import functions as F
+        """Rows routed to their files' write tasks by one pass of Python tasks over the frame,
+        then written by those tasks (see layout.tasks)."""
+        from collections import defaultdict
 
-        columns = [*plan.revision.columns, WEIGHT]
+        from lakeseek.engine.runner import SparkRunner, spark_errors
 
-        @F.arrow_udf(f"struct<{FILE}: int, {CUBE}: bigint>")
-        def assigned(*arrays: pa.Array) -> pa.Array:
-            found = plan.assign(pa.Table.from_arrays(list(arrays), names=columns))
-            return pa.StructArray.from_arrays(
-                [pa.array(found.file, pa.int32()), pa.array(found.cube, pa.int64())], names=[FILE, CUBE]
-            )
+        storage, root = storage_for(plan.location, plan.storage_options)
+        scratch = f"{root}/{SCRATCH_DIR}/{plan.write_id}"
 
-        def task(batches):
-            for entry in write_task(batches, plan):
-                yield pa.RecordBatch.from_pylist([{"file": json.dumps(entry)}])
+        def route(batches):
+            for spill in route_task(batches, plan, scratch):
+                yield pa.RecordBatch.from_pylist([{"spill": json.dumps(spill)}])
 
-        placed = assigned(*[F.col(f"`{name}`") for name in columns])
-        frame = self.frame.select("*", placed[FILE].alias(FILE), placed[CUBE].alias(CUBE))
-        frame = frame.repartition(max(1, plan.rollup.files), FILE)
-        with _arrow_batches(frame.sparkSession, ARROW_BATCH_ROWS):
-            rows = frame.mapInArrow(task, "file string").collect()
-        return [json.loads(row["file"]) for row in rows]
+        spark = self.frame.sparkSession
+        with scratch_removed(storage, scratch):
+            with _arrow_batches(spark, ARROW_BATCH_ROWS), spark_errors():
+                rows = self.frame.mapInArrow(route, "spill string").collect()
+            spills: dict[int, list[str]] = defaultdict(list)
+            for row in rows:
+                spill = json.loads(row["spill"])
+                spills[spill["task"]].append(spill["path"])
+            tasks = [(plan, paths) for _, paths in sorted(spills.items())]
+            return SparkRunner(spark).run("writing the layout's files", tasks, write_spilled)
 
 
 @contextmanager
@@ -280,8 +286,19 @@ def _plan(
     weights = unsigned(sample.column(WEIGHT).to_numpy(zero_copy_only=False))
     tree = estimate(points, weights, rows, below, revision.cube_size)
     rollup = roll_up(tree, max_file_rows or 4 * revision.cube_size)
-    row_groups = max(4096, revision.cube_size // 8)
-    return WritePlan(location, schema, revision, tree, rollup, row_groups, dict(storage_options or {}))
+    row_groups = ROW_GROUP_ROWS
+    write_tasks = max(1, min(rollup.files, math.ceil(rows / ROWS_PER_WRITE_TASK)))
+    return WritePlan(
+        location,
+        schema,
+        revision,
+        tree,
+        rollup,
+        row_groups,
+        dict(storage_options or {}),
+        write_tasks=write_tasks,
+        spill_bytes=SPILL_BYTES,
+    )
 
 
 def _same_schema(a: pa.Schema, b: pa.Schema) -> bool:

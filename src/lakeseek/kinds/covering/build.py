@@ -22,9 +22,10 @@ from lakeseek.exceptions import LakeseekError, UnsupportedColumnError
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import keys_of
 from lakeseek.io import Stamp, Storage
+from lakeseek.io.spills import read_spill, write_spill
 from lakeseek.kinds.base import ROW_FILE, Job, OperationFiles
 from lakeseek.kinds.covering.content import ROWS_PER_FILE, RowFile, RowSegment
-from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups, read_spill, scratch_cleared, write_spill
+from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups, scratch_cleared
 from lakeseek.lake.files import reading_data_files
 
 # Rows of an index file are the carried lake columns, the key (the key column as an index key)

@@ -21,10 +21,11 @@ from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format.hashing import distinct_estimate, hash64, smallest_hashes
 from lakeseek.format.lineage import Lineage
 from lakeseek.io import Stamp, Storage
+from lakeseek.io.spills import read_spill, write_spill
 from lakeseek.kinds.base import FILE_ID, KEY, Job, OperationFiles
 from lakeseek.kinds.cuckoo.content import CuckooConfig, FilterSegment
 from lakeseek.kinds.cuckoo.filters import bucket_count, build_filter, encode_buckets, read_all_buckets
-from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups, read_spill, scratch_cleared, write_spill
+from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups, scratch_cleared
 from lakeseek.lake.files import reading_data_files
 
 SLOTS = "slots"

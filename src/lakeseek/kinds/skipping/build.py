@@ -19,15 +19,14 @@ import pyarrow.compute as pc
 from lakeseek.format.hashing import distinct_estimate, smallest_hashes
 from lakeseek.format.lineage import Lineage
 from lakeseek.io import Stamp, Storage
+from lakeseek.io.spills import read_spill, write_spill
 from lakeseek.kinds.base import FILE_ID, KEY, LOCATION_SHIFT, ROW_GROUP, Job
 from lakeseek.kinds.file_keys import (
     FileKeyReader,
     IndexedColumn,
     LakeScan,
     file_groups,
-    read_spill,
     scratch_cleared,
-    write_spill,
 )
 from lakeseek.kinds.skipping.content import SketchSegment, SkippingConfig
 from lakeseek.kinds.skipping.sketches import (

@@ -31,15 +31,14 @@ from lakeseek.format import values
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import sort_key
 from lakeseek.io import Address, Stamp
+from lakeseek.io.spills import read_spill, write_spill
 from lakeseek.kinds.base import Job
 from lakeseek.kinds.file_keys import (
     FileKeyReader,
     IndexedColumn,
     LakeScan,
     file_groups,
-    read_spill,
     scratch_cleared,
-    write_spill,
 )
 from lakeseek.kinds.sorted_index.content import IndexConfig, Segment
 from lakeseek.kinds.sorted_index.index_file import (

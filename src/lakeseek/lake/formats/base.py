@@ -66,9 +66,14 @@ class DataFormat(ABC):
     def open(self, file: pa.NativeFile) -> DataFile:
         """The data file ``file`` (a damaged one raises pyarrow's error, which callers name)."""
 
+    # Whether a fragment of a file keeps what its first scan learned of the file (a Parquet
+    # footer), so that one kept per file content opens it again without reading that again.
+    keeps_footers: ClassVar[bool] = False
+
     @abstractmethod
-    def dataset_format(self, schema: pa.Schema) -> ds.FileFormat:
-        """pyarrow's format for reading files of the lake whose columns are ``schema``."""
+    def dataset_format(self, schema: pa.Schema, *, local: bool = False) -> ds.FileFormat:
+        """pyarrow's format for reading files of the lake whose columns are ``schema`` (from a
+        ``local`` file system, or an object store)."""
 
     def fragment(
         self,
@@ -86,6 +91,10 @@ class DataFormat(ABC):
     def row_group_options(self, row_groups: Sequence[int] | None) -> dict[str, Any]:
         """What a fragment of ``file_format`` takes to read only some row groups."""
         return {}
+
+    def subset(self, fragment: ds.Fragment, row_groups: Sequence[int]) -> ds.Fragment:
+        """``fragment`` (of a format that keeps footers) limited to ``row_groups``."""
+        raise NotImplementedError
 
     def view(self, dataset: ds.FileSystemDataset) -> Any:
         """``dataset`` as lakeseek reads it (Parquet: dates and timestamps as Spark reads them)."""

@@ -36,7 +36,7 @@ class CsvFormat(TextFormat):
         file.seek(0)
         return pacsv.read_csv(file, read_options=read, parse_options=_PARSE, convert_options=_convert_options(times))
 
-    def dataset_format(self, schema: pa.Schema) -> ds.CsvFileFormat:
+    def dataset_format(self, schema: pa.Schema, *, local: bool = False) -> ds.CsvFileFormat:
         # The lake's types, not each block's inference: a later row never contradicts the first ones.
         return ds.CsvFileFormat(
             parse_options=_PARSE, convert_options=_convert_options({field.name: field.type for field in schema})

@@ -20,7 +20,7 @@ class JsonFormat(TextFormat):
     def read_whole(self, file: pa.NativeFile, block_size: int) -> pa.Table:
         return pajson.read_json(file, read_options=pajson.ReadOptions(block_size=block_size))
 
-    def dataset_format(self, schema: pa.Schema) -> ds.JsonFileFormat:
+    def dataset_format(self, schema: pa.Schema, *, local: bool = False) -> ds.JsonFileFormat:
         explicit = pa.schema(list(schema))
         options = pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="ignore")
         return ds.JsonFileFormat(parse_options=options)

@@ -79,11 +79,16 @@ class ParquetFormat(DataFormat):
     def open(self, file: pa.NativeFile) -> ParquetFile:
         return ParquetFile(open_parquet(file))
 
-    def dataset_format(self, schema: pa.Schema) -> ds.ParquetFileFormat:
-        return parquet_format()
+    keeps_footers = True
+
+    def dataset_format(self, schema: pa.Schema, *, local: bool = False) -> ds.ParquetFileFormat:
+        return parquet_format(coalesce_reads=not local)
 
     def row_group_options(self, row_groups: Sequence[int] | None) -> dict[str, Any]:
         return {"row_groups": row_groups}
+
+    def subset(self, fragment: ds.Fragment, row_groups: Sequence[int]) -> ds.Fragment:
+        return fragment.subset(row_group_ids=list(row_groups))
 
     def view(self, dataset: ds.FileSystemDataset) -> Any:
         return spark_view(dataset)
