@@ -79,7 +79,7 @@ def write_task(batches: Iterable[pa.RecordBatch], plan: WritePlan) -> list[dict]
         tables.append(table.append_column(FILE, assigned[0]).append_column(CUBE, assigned[1]))
     if not tables:
         return []
-    table = pa.concat_tables(tables).combine_chunks()
+    table = pa.concat_tables(tables)
     table = table.take(_by_file_and_weight(table))
     files = table.column(FILE).to_numpy()
     starts = np.flatnonzero(np.r_[True, files[1:] != files[:-1]])
