@@ -575,3 +575,20 @@ def test_civil_dates_round_trip_over_the_whole_date32_range(days):
     assert (
         parsed.value if isinstance(parsed, pa.Scalar) else days_from_civil(parsed.year, parsed.month, parsed.day)
     ) == days
+
+
+def test_lru_keeps_the_most_recently_used_within_its_weight():
+    from lakeseek.lru import LRU
+
+    cache: LRU[bytes] = LRU(10, weigh=len)
+    cache.put("a", b"1234")
+    cache.put("b", b"1234")
+    assert cache.get("a") == b"1234"  # now the most recent
+    cache.put("c", b"1234")  # 12 > 10: the least recent, b, goes
+    assert cache.get("b") is None and cache.get("a") == b"1234" and cache.get("c") == b"1234"
+    assert cache.weight == 8 and len(cache) == 2
+    cache.put("a", b"1")  # replaced: its old weight is given back
+    assert cache.weight == 5
+    cache.put("big", b"x" * 50)  # heavier than the capacity: kept alone
+    assert len(cache) == 1 and cache.get("big") is not None
+    assert (cache.hits, cache.misses) == (4, 1)

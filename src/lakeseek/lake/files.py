@@ -8,8 +8,6 @@ Which files make the lake, and their partition values, are the lake source's
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -26,6 +24,7 @@ from lakeseek.lake.datetimes import RebasedDataset
 from lakeseek.lake.formats import DataFile
 from lakeseek.lake.rows import concat_rows
 from lakeseek.lake.schemas import match_columns, spellings, without_spellings
+from lakeseek.lru import LRU
 
 if TYPE_CHECKING:
     from lakeseek.sources.base import LakeSource
@@ -129,33 +128,11 @@ class _Kept:
     footer_read: bool = False
 
 
-class _KeptFragments:
-    """Whole-file fragments of data files read in this process, the latest ``KEPT``, by file
-    system, format, path, stamp (which changes with the content: see Storage.walk_files) and
-    partition values. A Parquet fragment keeps the footer its first scan read, so a file read
-    again (a query repeated, or another on the same files) is opened without reading it again."""
-
-    KEPT = 20_000
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._fragments: OrderedDict[tuple, _Kept] = OrderedDict()
-
-    def get(self, key: tuple) -> _Kept | None:
-        with self._lock:
-            found = self._fragments.get(key)
-            if found is not None:
-                self._fragments.move_to_end(key)
-            return found
-
-    def put(self, key: tuple, kept: _Kept) -> None:
-        with self._lock:
-            self._fragments[key] = kept
-            while len(self._fragments) > self.KEPT:
-                self._fragments.popitem(last=False)
-
-
-_FRAGMENTS = _KeptFragments()
+# Whole-file fragments of data files read in this process, by file system, format, path, stamp
+# (which changes with the content: see Storage.walk_files) and partition values. A Parquet
+# fragment keeps the footer its first scan read, so a file read again (a query repeated, or
+# another on the same files) is opened without reading it again.
+_FRAGMENTS: LRU[_Kept] = LRU(20_000)
 
 
 def kept_rows(num_rows: int, deleted: np.ndarray, path: str) -> pa.BooleanArray:

@@ -11,9 +11,7 @@ leaves invisible files, never half a write.
 from __future__ import annotations
 
 import base64
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -25,6 +23,7 @@ from lakeseek.exceptions import CommitFailedError, IndexCorruptError, LakeNotFou
 from lakeseek.format import values
 from lakeseek.io import FileStatus, Storage
 from lakeseek.layout.transforms import Transformation
+from lakeseek.lru import LRU
 
 LAYOUT_DIR = "_lakeseek_layout"
 DATA_DIR = "data"
@@ -99,7 +98,7 @@ class LayoutFile:
 @dataclass(frozen=True, eq=False)
 class LayoutState:
     """One version of an OTree lake (compared by identity: parsed once per entry, see
-    :class:`_ParsedEntries`, and what is derived from it is kept by it)."""
+    ``_PARSED``, and what is derived from it is kept by it)."""
 
     version: int
     schema: pa.Schema
@@ -185,7 +184,7 @@ class LayoutLog:
 
     def read(self, version: int, status: FileStatus | None = None) -> LayoutState:
         """Version ``version``'s state; parsed once in this process when the listing's
-        ``status`` of its entry is given (see :class:`_ParsedEntries`)."""
+        ``status`` of its entry is given (see ``_PARSED``)."""
         path = self.entry_path(version)
         key = None
         try:
@@ -215,35 +214,12 @@ class LayoutLog:
 # An entry's first bytes hold the checksum of its body (see lakeseek.commits.log.encode_entry).
 HEAD = 32
 
-
-class _ParsedEntries:
-    """Log entries parsed in this process, the latest few, by their storage, path, listed
-    size and modification time, and first bytes. An entry is created once (put-if-absent) and
-    never rewritten, so its path names its content for as long as it exists; the rest tells a
-    log deleted and written again at the same place (file times tick in milliseconds), by the
-    checksum of the new entry's body."""
-
-    KEPT = 8
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._states: OrderedDict[tuple, LayoutState] = OrderedDict()
-
-    def get(self, key: tuple) -> LayoutState | None:
-        with self._lock:
-            found = self._states.get(key)
-            if found is not None:
-                self._states.move_to_end(key)
-            return found
-
-    def put(self, key: tuple, state: LayoutState) -> None:
-        with self._lock:
-            self._states[key] = state
-            while len(self._states) > self.KEPT:
-                self._states.popitem(last=False)
-
-
-_PARSED = _ParsedEntries()
+# Log entries parsed in this process, the latest few, by their storage, path, listed size and
+# modification time, and first bytes. An entry is created once (put-if-absent) and never
+# rewritten, so its path names its content for as long as it exists; the rest tells a log
+# deleted and written again at the same place (file times tick in milliseconds), by the
+# checksum of the new entry's body.
+_PARSED: LRU[LayoutState] = LRU(8)
 
 
 def now_ms() -> int:
