@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import lakeseek
 from lakeseek.exceptions import LakeseekError
+from lakeseek.lru import CACHES
 from lakeseek.spark import locate_spark
 from tests.lakes import all_rows, data_files, typed_rows, write_file
 
@@ -52,6 +53,10 @@ def test_locate_seeks_or_scans_each_index_file(typed_lake):
     assert sorted(set(found.column("key").to_pylist())) == keys
     files = index.root.content.indexes["id"].files
     assert stats.snapshot()["reads"] - before["reads"] <= 2 * len(files)  # footer, then the whole file
+    before = stats.snapshot()
+    assert index.locate(keys, column="id").equals(found)  # decoded entries are kept: no read
+    assert stats.snapshot()["reads"] == before["reads"]
+    CACHES["index entries"].clear()  # decoded entries forgotten, footers kept
     before = stats.snapshot()
     index.locate([900, 901, 902], column="id")  # adjacent keys: one chunk, read alone
     assert stats.snapshot()["reads"] - before["reads"] == 1

@@ -589,6 +589,6 @@ def test_lru_keeps_the_most_recently_used_within_its_weight():
     assert cache.weight == 8 and len(cache) == 2
     cache.put("a", b"1")  # replaced: its old weight is given back
     assert cache.weight == 5
-    cache.put("big", b"x" * 50)  # heavier than the capacity: kept alone
-    assert len(cache) == 1 and cache.get("big") is not None
-    assert (cache.hits, cache.misses) == (4, 1)
+    cache.put("big", b"x" * 50)  # heavier than the capacity: not kept, and nothing else is
+    assert len(cache) == 0 and cache.get("big") is None and cache.weight == 0
+    assert (cache.hits, cache.misses) == (3, 2)

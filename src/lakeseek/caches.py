@@ -17,6 +17,7 @@ from lakeseek.kinds import kind_named
 from lakeseek.lake.files import file_schemas
 from lakeseek.lake.state import LakeState, unchanged
 from lakeseek.location import Location
+from lakeseek.lru import CACHES
 
 
 class Once:
@@ -130,9 +131,12 @@ _SHARED_LOCK = threading.Lock()
 
 def clear_cache() -> None:
     """Forget what every handle in this process learned by reading (footers, lineages, data
-    files' schemas): the next queries read as cold ones do, for measuring them."""
+    files' schemas, decoded index entries, data files' footers, parsed layout entries): the
+    next queries read as cold ones do, for measuring them."""
     with _SHARED_LOCK:
         _SHARED.clear()
+    for cache in CACHES.values():
+        cache.clear()
 
 
 def cache_for(location: Location) -> IndexCache:

@@ -12,6 +12,7 @@ import numbers
 from collections.abc import Callable, Iterable
 from decimal import ROUND_HALF_EVEN, Decimal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -43,11 +44,7 @@ def locate_keys(
     if located is None:
         return None
     entries, exact = located
-    live = pa.table(
-        {FILE_ID: pa.array(list(state.indexed), pa.int32()), FILE: pa.array(list(state.indexed.values()), pa.string())}
-    )
-    names = [KEY, FILE, ROW_GROUP] if reader.row_groups else [KEY, FILE]
-    found = entries.join(live, FILE_ID, join_type="inner").select(names)
+    found = _with_paths(entries, state, reader.row_groups)
     if not exact:
         # A key stands for several column values (nanoseconds kept as microseconds): the
         # files it names are candidates, and reading them keeps the pairs that hold.
@@ -55,7 +52,26 @@ def locate_keys(
         found = scan_keys(candidates, column, keys, open_files, reader.row_groups)
     if state.unindexed:
         found = pa.concat_tables([found, scan_keys(state.unindexed, column, keys, open_files, reader.row_groups)])
-    return found.sort_by([(KEY, "ascending"), (FILE, "ascending")])
+        return found.sort_by([(KEY, "ascending"), (FILE, "ascending")])
+    return found
+
+
+def _with_paths(entries: pa.Table, state: LakeState, row_groups: bool) -> pa.Table:
+    """``(key, file[, row_group])`` of the entries naming files the index still vouches for,
+    sorted by key, then path (ranks of the paths, not the strings, are compared)."""
+    ids, paths, rank = state.indexed_paths
+    file_ids = entries.column(FILE_ID).to_numpy()
+    at = np.minimum(np.searchsorted(ids, file_ids), max(len(ids) - 1, 0))
+    live = np.flatnonzero(ids[at] == file_ids) if len(ids) else np.zeros(0, dtype=np.int64)
+    at = at[live]
+    order = pc.sort_indices(
+        pa.table({KEY: entries.column(KEY).take(live), "rank": rank[at]}), [(KEY, "ascending"), ("rank", "ascending")]
+    )
+    chosen = live[order.to_numpy()]
+    columns = {KEY: entries.column(KEY).take(chosen), FILE: paths.take(at[order.to_numpy()])}
+    if row_groups:
+        columns[ROW_GROUP] = entries.column(ROW_GROUP).take(chosen)
+    return pa.table(columns)
 
 
 def exact_keys(keys: Iterable[KeyValue] | pa.Array, column: pa.Field, key_type: pa.DataType) -> pa.Array:

@@ -3,6 +3,7 @@ value by default, or their bytes): the in-process caches of parsed metadata shar
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -39,7 +40,7 @@ class LRU(Generic[V]):
                 self._weight -= previous[1]
             self._values[key] = (value, weight)
             self._weight += weight
-            while self._weight > self.capacity and len(self._values) > 1:
+            while self._weight > self.capacity:  # a value heavier than the capacity is not kept
                 _, (_, dropped) = self._values.popitem(last=False)
                 self._weight -= dropped
 
@@ -54,3 +55,19 @@ class LRU(Generic[V]):
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+# The process's caches by name, for reports of their sizes and hit rates (the service's metrics).
+CACHES: dict[str, LRU] = {}
+
+
+def named(name: str, capacity: int, weigh: Callable[[V], int] = lambda value: 1) -> LRU[V]:
+    """A new cache, listed in :data:`CACHES` under ``name``."""
+    CACHES[name] = found = LRU(capacity, weigh)
+    return found
+
+
+def megabytes(variable: str, default: int) -> int:
+    """A cache's capacity in bytes: ``$variable`` megabytes, or ``default``."""
+    text = os.environ.get(variable, "")
+    return (int(text) if text.strip().isdigit() else default) << 20

@@ -24,7 +24,7 @@ from lakeseek.lake.datetimes import RebasedDataset
 from lakeseek.lake.formats import DataFile
 from lakeseek.lake.rows import concat_rows
 from lakeseek.lake.schemas import match_columns, spellings, without_spellings
-from lakeseek.lru import LRU
+from lakeseek.lru import LRU, named
 
 if TYPE_CHECKING:
     from lakeseek.sources.base import LakeSource
@@ -132,7 +132,7 @@ class _Kept:
 # (which changes with the content: see Storage.walk_files) and partition values. A Parquet
 # fragment keeps the footer its first scan read, so a file read again (a query repeated, or
 # another on the same files) is opened without reading it again.
-_FRAGMENTS: LRU[_Kept] = LRU(20_000)
+_FRAGMENTS: LRU[_Kept] = named("data file footers", 20_000)
 
 
 def kept_rows(num_rows: int, deleted: np.ndarray, path: str) -> pa.BooleanArray:

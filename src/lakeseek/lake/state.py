@@ -8,6 +8,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from lakeseek.format.lineage import Lineage
 from lakeseek.io import Stamp
 
@@ -42,6 +46,16 @@ class LakeState:
     def unindexed_bytes(self) -> int:
         files = self.files
         return sum(files[path].size for path in self.unindexed)
+
+    @cached_property
+    def indexed_paths(self) -> tuple[np.ndarray, pa.Array, np.ndarray]:
+        """The indexed files as arrays: their ids (sorted), their paths in that order, and each
+        path's rank in path order (to sort pairs by path without comparing strings)."""
+        ids = np.array(sorted(self.indexed), dtype=np.int64)
+        paths = pa.array([self.indexed[int(i)] for i in ids], pa.string())
+        rank = np.empty(len(ids), dtype=np.int64)
+        rank[pc.sort_indices(paths).to_numpy()] = np.arange(len(ids))
+        return ids, paths, rank
 
     @property
     def is_fresh(self) -> bool:

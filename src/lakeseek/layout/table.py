@@ -23,7 +23,7 @@ from lakeseek.exceptions import CommitFailedError, IndexCorruptError, LakeNotFou
 from lakeseek.format import values
 from lakeseek.io import FileStatus, Storage
 from lakeseek.layout.transforms import Transformation
-from lakeseek.lru import LRU
+from lakeseek.lru import LRU, named
 
 LAYOUT_DIR = "_lakeseek_layout"
 DATA_DIR = "data"
@@ -219,7 +219,7 @@ HEAD = 32
 # rewritten, so its path names its content for as long as it exists; the rest tells a log
 # deleted and written again at the same place (file times tick in milliseconds), by the
 # checksum of the new entry's body.
-_PARSED: LRU[LayoutState] = LRU(8)
+_PARSED: LRU[LayoutState] = named("layout log entries", 8)
 
 
 def now_ms() -> int:

@@ -9,6 +9,12 @@ version's increment filter file, read once) rules a value out costs no read.
 Many keys at once (a batch lookup, Hudi's getRecordLocations) are sorted and located with
 vectorised searches; each needed chunk is read once, and an index file is read whole in
 one read instead when most of its chunks are needed (RFC-08's seek-or-scan rule).
+
+Decoded chunks and whole index files stay in a cache of the process, bounded in bytes
+($LAKESEEK_INDEX_CACHE_MB, default 256), least recently used first out: index files are
+written once under names never used again, so what was decoded stays true. Keys of integer,
+date and timestamp columns are then searched in the sorted entries (binary search), others
+by a hash set of the keys.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from lakeseek.kinds.sorted_index.index_file import (
     read_entries,
     read_footer,
 )
+from lakeseek.lru import LRU, megabytes, named
 
 
 class SortedReader(KindReader):
@@ -58,6 +65,7 @@ class SortedReader(KindReader):
         self.schema = root.schema
         self.row_groups = self.content.config.row_groups
         self._footers: dict[str, IndexFileFooter] = {}
+        self._bounds: dict[str, _ChunkBounds] = {}
         self._filters: dict[str, BloomFilter] | None = None
 
     # -- what the planner asks ------------------------------------------------------------------
@@ -185,9 +193,17 @@ class SortedReader(KindReader):
         footer = self._footer(index, info)
         if footer.bloom is not None:
             keys = keys.filter(footer.may_contain(keys))
-        chunks = sorted({chunk for chunk, _ in _keys_by_span(_chunk_spans(footer), keys)})
-        entries = self._read_chunks(index, info, footer, chunks)
-        return entries.filter(pc.is_in(entries.column(KEY), value_set=keys))
+        parts = self._decoded(index, info, footer, self._chunks_holding(info, footer, keys))
+        return pa.concat_tables([part.matching(keys) for part in parts]) if parts else self._empty(index)
+
+    def _chunks_holding(self, info: IndexFileInfo, footer: IndexFileFooter, keys: pa.Array) -> list[int]:
+        """The chunks whose key range holds one of the sorted non-NULL ``keys``."""
+        if not _searchable(keys.type):
+            return sorted({chunk for chunk, _ in _keys_by_span(_chunk_spans(footer), keys)})
+        bounds = self._bounds.get(info.path)
+        if bounds is None:
+            bounds = self._bounds[info.path] = _ChunkBounds.of(footer, keys.type)
+        return bounds.holding(keys)
 
     def _after_increment_filter(self, info: IndexFileInfo, keys: pa.Array) -> pa.Array:
         if self.content.increment_filters is None:
@@ -212,16 +228,13 @@ class SortedReader(KindReader):
         for info in index.files:
             if not key_range.overlaps(info.min, info.max):
                 continue
-            if key_range.covers(info.min, info.max) and info.chunks > 1:
-                entries = read_entries(self.storage, self._path(info), info, index.key_type)
-            else:
-                footer = self._footer(index, info)
-                chunks = [
-                    n
-                    for n, (low, high) in enumerate(zip(footer.chunk_min, footer.chunk_max, strict=True))
-                    if key_range.overlaps(low, high)
-                ]
-                entries = self._read_chunks(index, info, footer, chunks)
+            footer = self._footer(index, info)
+            chunks = [
+                n
+                for n, (low, high) in enumerate(zip(footer.chunk_min, footer.chunk_max, strict=True))
+                if key_range.overlaps(low, high)
+            ]
+            entries = self._read_chunks(index, info, footer, chunks)
             mask = key_range.mask(entries.column(KEY))
             if key_filter is not None:
                 mask = pc.and_(mask, pc.fill_null(key_filter(entries.column(KEY)), False))
@@ -230,10 +243,36 @@ class SortedReader(KindReader):
 
     # -- reading --------------------------------------------------------------------------------
     def _read_chunks(self, index: ColumnIndex, info: IndexFileInfo, footer: IndexFileFooter, chunks: list[int]):
+        parts = self._decoded(index, info, footer, chunks)
+        return pa.concat_tables([part.table for part in parts]) if parts else self._empty(index)
+
+    def _decoded(
+        self, index: ColumnIndex, info: IndexFileInfo, footer: IndexFileFooter, chunks: list[int]
+    ) -> list[_Entries]:
+        """The entries of ``chunks`` of an index file, from the cache or read (the whole file in
+        one read when most of its chunks are wanted)."""
+        path = self._path(info)
         if len(chunks) > SCAN_SHARE * info.chunks and info.chunks > 1:
-            return read_entries(self.storage, self._path(info), info, index.key_type)
-        tables = [read_chunk(self.storage, self._path(info), footer, chunk) for chunk in chunks]
-        return pa.concat_tables(tables) if tables else entry_schema(index.key_type, self.row_groups).empty_table()
+            key = (id(self.storage), path, info.size, None)
+            found = _DECODED.get(key)
+            if found is None:
+                found = _Entries.of(read_entries(self.storage, path, info, index.key_type))
+                _DECODED.put(key, found)
+            return [found]
+        parts = []
+        for chunk in chunks:
+            key = (id(self.storage), path, info.size, chunk)
+            found = _DECODED.get(key) or _DECODED.get((id(self.storage), path, info.size, None))
+            if found is None:
+                found = _Entries.of(read_chunk(self.storage, path, footer, chunk), chunk)
+                _DECODED.put(key, found)
+            elif found.chunk is None:  # the whole file is decoded: its part holding the chunk
+                found = found.part(footer, chunk)
+            parts.append(found)
+        return parts
+
+    def _empty(self, index: ColumnIndex) -> pa.Table:
+        return entry_schema(index.key_type, self.row_groups).empty_table()
 
     def _concat(self, index: ColumnIndex, tables: list[pa.Table]) -> pa.Table:
         schema = entry_schema(index.key_type, self.row_groups)
@@ -250,6 +289,87 @@ class SortedReader(KindReader):
 
     def _path(self, info: IndexFileInfo) -> str:
         return f"{self.index_dir}/{info.path}"
+
+
+class _Entries:
+    """Decoded entries of an index file (one chunk, or all: ``chunk`` None), sorted by key with
+    NULL first; for keys that order as integers, the non-NULL keys as a NumPy array."""
+
+    def __init__(self, table: pa.Table, chunk: int | None) -> None:
+        self.table = table
+        self.chunk = chunk
+        keys = table.column(KEY)
+        self.nulls = keys.null_count
+        self.sorted_keys = None
+        if _searchable(keys.type):
+            present = keys.slice(self.nulls).combine_chunks()
+            self.sorted_keys = present.cast(_integer_of(keys.type)).to_numpy()
+
+    @classmethod
+    def of(cls, table: pa.Table, chunk: int | None = None) -> _Entries:
+        return cls(table.combine_chunks(), chunk)
+
+    @property
+    def nbytes(self) -> int:
+        return self.table.nbytes  # the sorted keys are a view of the table's key column
+
+    def part(self, footer: IndexFileFooter, chunk: int) -> _Entries:
+        """The entries of ``chunk``, out of a whole file's."""
+        start = sum(footer.metadata.row_group(n).num_rows for n in range(chunk))
+        return _Entries(self.table.slice(start, footer.metadata.row_group(chunk).num_rows), chunk)
+
+    def matching(self, keys: pa.Array) -> pa.Table:
+        """The entries whose key is one of ``keys`` (non-NULL)."""
+        if self.sorted_keys is None:
+            return self.table.filter(pc.is_in(self.table.column(KEY), value_set=keys))
+        wanted = keys.cast(self.table.column(KEY).type).cast(_integer_of(keys.type)).to_numpy()
+        low = np.searchsorted(self.sorted_keys, wanted, side="left")
+        high = np.searchsorted(self.sorted_keys, wanted, side="right")
+        counts = high - low
+        if not counts.any():
+            return self.table.slice(0, 0)
+        # Every position in [low, high) of each key, in one vector.
+        starts = np.repeat(low - np.r_[0, np.cumsum(counts)[:-1]], counts)
+        positions = starts + np.arange(int(counts.sum())) + self.nulls
+        return self.table.take(positions)
+
+
+class _ChunkBounds:
+    """An index file's chunk key ranges as integers (keys that order as integers)."""
+
+    def __init__(self, low: np.ndarray, high: np.ndarray, usable: np.ndarray) -> None:
+        self.low, self.high, self.usable = low, high, usable
+
+    @classmethod
+    def of(cls, footer: IndexFileFooter, key_type: pa.DataType) -> _ChunkBounds:
+        integer = _integer_of(key_type)
+        # Only the first chunk can start with NULL (or hold nothing else): below every key.
+        usable = np.array([high is not None for high in footer.chunk_max], dtype=bool)
+        smallest = np.iinfo(integer.to_pandas_dtype()).min
+        low = pa.array([smallest if v is None else v for v in footer.chunk_min], integer).to_numpy()
+        high = pa.array([smallest if v is None else v for v in footer.chunk_max], integer).to_numpy()
+        return cls(low, high, usable)
+
+    def holding(self, keys: pa.Array) -> list[int]:
+        wanted = keys.cast(_integer_of(keys.type)).to_numpy()
+        position = np.searchsorted(self.low[1:], wanted, side="right")
+        inside = self.usable[position] & (self.low[position] <= wanted) & (wanted <= self.high[position])
+        return np.unique(position[inside]).tolist()
+
+
+def _searchable(key_type: pa.DataType) -> bool:
+    return pa.types.is_integer(key_type) or pa.types.is_date(key_type) or pa.types.is_timestamp(key_type)
+
+
+def _integer_of(key_type: pa.DataType) -> pa.DataType:
+    if pa.types.is_integer(key_type):
+        return key_type
+    return pa.int32() if pa.types.is_date32(key_type) else pa.int64()
+
+
+_DECODED: LRU[_Entries] = named(
+    "index entries", megabytes("LAKESEEK_INDEX_CACHE_MB", 256), weigh=lambda entries: entries.nbytes
+)
 
 
 def _locations(entries: pa.Table) -> np.ndarray:
