@@ -433,7 +433,7 @@ class Index:
 
     def _state_of(self, snapshot: Snapshot) -> LakeState:
         remembered = self._version.state
-        if remembered is not None and remembered.files == snapshot.files:
+        if remembered is not None and (remembered.files is snapshot.files or remembered.files == snapshot.files):
             return remembered
         try:
             state = compare(self.lineage(), snapshot.files, self._version.recorded(), self._changes(snapshot))

@@ -10,6 +10,7 @@ same way lakeseek does.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import sys
 import threading
 from decimal import Decimal
@@ -81,7 +82,18 @@ def parse_tree(text: str) -> exp.Expr:
 
 
 def parse_where(text: str) -> Predicate:
-    """Parse a SQL ``WHERE`` predicate."""
+    """Parse a SQL ``WHERE`` predicate (a text parsed before is not parsed again: predicates
+    are immutable, and a service repeats its queries' texts)."""
+    if not isinstance(text, str) or len(text) > _KEPT_TEXT:
+        return _deeply(_convert, parse_tree(text))
+    return _parsed(text)
+
+
+_KEPT_TEXT = 4096  # longer texts (large IN lists) are parsed each time rather than kept
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Predicate:
     return _deeply(_convert, parse_tree(text))
 
 

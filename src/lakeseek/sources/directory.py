@@ -55,6 +55,8 @@ _skip_directory = partial(is_hidden, directory=True)
 class DirectorySource(LakeSource):
     name = "directory"
     listed_by_spark = True
+    # The last listing the storage gave, whose exclusion, and the snapshot made of it.
+    _last_snapshot: tuple[dict, str | None, Snapshot] | None = None
 
     def snapshot(self, *, exclude: str | None = None) -> Snapshot:
         """Every data file by path relative to the root, with its stamp.
@@ -66,13 +68,18 @@ class DirectorySource(LakeSource):
         if not self.storage.is_dir(self.root):
             raise LakeNotFoundError(f"lake not found: {self.root} is not a directory")
         # Directories answer to the directory rule, which hides less; files to their own.
-        found = self.storage.walk_files(self.root, skip_dir=_skip_directory, skip_file=is_hidden)
+        listed = self.storage.walk_files(self.root, skip_dir=_skip_directory, skip_file=is_hidden)
+        last = self._last_snapshot
+        if last is not None and last[0] is listed and last[1] == exclude:
+            return last[2]  # the storage's own listing again (a watched tree that has not changed)
         # Spark reads no 0-byte file (no footer, no rows; Spark's readers skip them): neither do queries and builds.
-        found = {path: stamp for path, stamp in found.items() if stamp.size}
+        found = {path: stamp for path, stamp in listed.items() if stamp.size}
         if exclude is not None and exclude.startswith(f"{self.root}/"):
             home = f"{exclude[len(self.root) + 1 :]}/"
             found = {path: stamp for path, stamp in found.items() if not path.startswith(home)}
-        return Snapshot(found)
+        snapshot = Snapshot(found)
+        self._last_snapshot = (listed, exclude, snapshot)
+        return snapshot
 
     def partition_values(self, file: str, fields: pa.Schema, time_zone: str) -> dict[str, object]:
         return partition_values(file, fields, time_zone)
