@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from lakeseek.cli import changes, layout
+from lakeseek.cli import changes, layout, serve
 from lakeseek.cli.common import handled, index_option, lake_argument, name_option, query_name_option, where_option
 from lakeseek.cli.output import (
     add_text_row,
@@ -63,7 +63,7 @@ def main(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, format="%(name)s: %(message)s")
 
 
-for command in [*changes.COMMANDS, *layout.COMMANDS]:
+for command in [*changes.COMMANDS, *layout.COMMANDS, *serve.COMMANDS]:
     main.add_command(command)
 
 

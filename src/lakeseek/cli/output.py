@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import base64
-import csv
 import datetime as dt
-import json
 import sys
 from dataclasses import asdict
-from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +15,7 @@ from rich.text import Text
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.index import Index
 from lakeseek.planning import Plan
+from lakeseek.rendering import csv_text, json_lines, text
 
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -68,15 +65,11 @@ def note_plan(plan: Plan) -> None:
 
 def rows_json(table: pa.Table) -> None:
     """One JSON object per row (binary as base64, decimals as strings)."""
-    for row in table.to_pylist():
-        sys.stdout.write(json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False) + "\n")
+    sys.stdout.writelines(json_lines(table))
 
 
 def write_csv(table: pa.Table) -> None:
-    writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(table.column_names)
-    for row in table.to_pylist():
-        writer.writerow(["" if v is None else text(v) for v in row.values()])
+    sys.stdout.writelines(csv_text(table))
 
 
 def print_rows(table: pa.Table) -> None:
@@ -97,28 +90,6 @@ def text_table(headers: list[str], **options: object) -> Table:
 
 def add_text_row(view: Table, *cells: str) -> None:
     view.add_row(*(Text(cell) for cell in cells))
-
-
-def text(value: Any) -> str:
-    """A value as the CSV and table outputs show it."""
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    if isinstance(value, dt.datetime | dt.date):
-        return value.isoformat()
-    return str(value)
-
-
-def json_value(value: Any) -> Any:
-    """A value as the JSON output holds it."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, list):
-        return [json_value(v) for v in value]
-    if isinstance(value, dict):
-        return {k: json_value(v) for k, v in value.items()}
-    return text(value)
 
 
 def status_json(state: Any) -> dict:

@@ -1,0 +1,71 @@
+"""Rows and results as text, the same for every front end (the command line, the service):
+JSON lines, CSV and JSON values (binary as base64, decimals as strings, dates and times in
+ISO 8601), and Arrow IPC streams."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import dataclasses
+import datetime as dt
+import io
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+
+
+def text(value: Any) -> str:
+    """A value as CSV and tables show it."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def json_value(value: Any) -> Any:
+    """A value as JSON holds it."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_value(dataclasses.asdict(value))
+    if hasattr(value, "value") and hasattr(value, "name"):  # an enum member
+        return json_value(value.value)
+    return text(value)
+
+
+def json_lines(table: pa.Table) -> Iterator[str]:
+    """One JSON object per row, each ending with a newline."""
+    for row in table.to_pylist():
+        yield json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False) + "\n"
+
+
+def csv_text(table: pa.Table) -> Iterator[str]:
+    """A header line, then one line per row (NULL as an empty field)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(table.column_names)
+    for row in table.to_pylist():
+        writer.writerow(["" if v is None else text(v) for v in row.values()])
+        if buffer.tell() > 1 << 16:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def arrow_stream(table: pa.Table) -> bytes:
+    """``table`` as an Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
