@@ -65,7 +65,7 @@ class SortedReader(KindReader):
         self.schema = root.schema
         self.row_groups = self.content.config.row_groups
         self._footers: dict[str, IndexFileFooter] = {}
-        self._bounds: dict[str, _ChunkBounds] = {}
+        self._bounds: dict[object, _Spans] = {}  # by index file path, or id of a segment
         self._filters: dict[str, BloomFilter] | None = None
 
     # -- what the planner asks ------------------------------------------------------------------
@@ -162,7 +162,7 @@ class SortedReader(KindReader):
         found = []
         reads = []
         for position, segment in enumerate(index.segments):
-            for info, file_keys in _keys_by_span(_file_spans(segment), present):
+            for info, file_keys in self._files_holding(segment, present):
                 if position:  # an increment's bloom filter rules keys out without reading its footer
                     file_keys = self._after_increment_filter(info, file_keys)
                 if len(file_keys):
@@ -196,13 +196,25 @@ class SortedReader(KindReader):
         parts = self._decoded(index, info, footer, self._chunks_holding(info, footer, keys))
         return pa.concat_tables([part.matching(keys) for part in parts]) if parts else self._empty(index)
 
+    def _files_holding(self, segment: Segment, keys: pa.Array) -> list[tuple[IndexFileInfo, pa.Array]]:
+        """The segment's index files whose key range holds some of the sorted non-NULL
+        ``keys``, each with those keys."""
+        if not _searchable(keys.type):
+            return _keys_by_span(_file_spans(segment), keys)
+        bounds = self._bounds.get(id(segment))
+        if bounds is None:
+            files = segment.files
+            bounds = _Spans.of([f.min for f in files], [f.max for f in files], keys.type)
+            self._bounds[id(segment)] = bounds
+        return [(segment.files[n], held) for n, held in bounds.keys_held(keys)]
+
     def _chunks_holding(self, info: IndexFileInfo, footer: IndexFileFooter, keys: pa.Array) -> list[int]:
         """The chunks whose key range holds one of the sorted non-NULL ``keys``."""
         if not _searchable(keys.type):
             return sorted({chunk for chunk, _ in _keys_by_span(_chunk_spans(footer), keys)})
         bounds = self._bounds.get(info.path)
         if bounds is None:
-            bounds = self._bounds[info.path] = _ChunkBounds.of(footer, keys.type)
+            bounds = self._bounds[info.path] = _Spans.of(footer.chunk_min, footer.chunk_max, keys.type)
         return bounds.holding(keys)
 
     def _after_increment_filter(self, info: IndexFileInfo, keys: pa.Array) -> pa.Array:
@@ -334,27 +346,47 @@ class _Entries:
         return self.table.take(positions)
 
 
-class _ChunkBounds:
-    """An index file's chunk key ranges as integers (keys that order as integers)."""
+class _Spans:
+    """Sorted, disjoint key ranges (an index file's chunks, a segment's files) as integers,
+    for keys that order as integers."""
 
     def __init__(self, low: np.ndarray, high: np.ndarray, usable: np.ndarray) -> None:
         self.low, self.high, self.usable = low, high, usable
 
     @classmethod
-    def of(cls, footer: IndexFileFooter, key_type: pa.DataType) -> _ChunkBounds:
+    def of(cls, lows: list, highs: list, key_type: pa.DataType) -> _Spans:
         integer = _integer_of(key_type)
-        # Only the first chunk can start with NULL (or hold nothing else): below every key.
-        usable = np.array([high is not None for high in footer.chunk_max], dtype=bool)
+        # Only the first range can start with NULL (or hold nothing else): below every key.
+        usable = np.array([high is not None for high in highs], dtype=bool)
         smallest = np.iinfo(integer.to_pandas_dtype()).min
-        low = pa.array([smallest if v is None else v for v in footer.chunk_min], integer).to_numpy()
-        high = pa.array([smallest if v is None else v for v in footer.chunk_max], integer).to_numpy()
+        low = pa.array([smallest if v is None else v for v in lows], integer).to_numpy()
+        high = pa.array([smallest if v is None else v for v in highs], integer).to_numpy()
         return cls(low, high, usable)
 
-    def holding(self, keys: pa.Array) -> list[int]:
+    def _positions(self, keys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """Per key, the range it may fall in, and whether it does."""
         wanted = keys.cast(_integer_of(keys.type)).to_numpy()
+        if not len(self.low):
+            return np.zeros(len(wanted), dtype=np.int64), np.zeros(len(wanted), dtype=bool)
         position = np.searchsorted(self.low[1:], wanted, side="right")
         inside = self.usable[position] & (self.low[position] <= wanted) & (wanted <= self.high[position])
+        return position, inside
+
+    def holding(self, keys: pa.Array) -> list[int]:
+        """The ranges holding some of the sorted ``keys``."""
+        position, inside = self._positions(keys)
         return np.unique(position[inside]).tolist()
+
+    def keys_held(self, keys: pa.Array) -> list[tuple[int, pa.Array]]:
+        """Each range holding some of the sorted ``keys``, with those keys."""
+        position, inside = self._positions(keys)
+        chosen = np.flatnonzero(inside)
+        if not len(chosen):
+            return []
+        ranges = position[chosen]
+        starts = np.flatnonzero(np.r_[True, ranges[1:] != ranges[:-1]])
+        ends = np.r_[starts[1:], len(ranges)]
+        return [(int(ranges[a]), keys.take(chosen[a:b])) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
 def _searchable(key_type: pa.DataType) -> bool:
