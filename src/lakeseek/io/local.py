@@ -80,11 +80,15 @@ class LocalStorage(Storage):
         # forever, so it is not entered.
         pending = [("", frozenset([(top.st_dev, top.st_ino)]))]
         is_file, is_dir = stat.S_ISREG, stat.S_ISDIR
+
+        def skipped(name: str) -> bool:  # skipped as a file and as a directory: no need to know which
+            return skip_file(name) and skip_dir(name)
+
         while pending:
             prefix, ancestors = pending.pop()
             if watch is not None:
                 watch.add(f"{directory}/{prefix}")
-            for name, info, linked in _scan(f"{directory}/{prefix}"):
+            for name, info, linked in _scan(f"{directory}/{prefix}", skipped):
                 mode = info.st_mode
                 if watch is not None and (linked or (is_file(mode) and info.st_nlink > 1)):
                     watch.give_up()  # written through a path no watch covers
@@ -140,10 +144,16 @@ def _local_storage() -> LocalStorage:
 _SCAN_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
 
 
-def _scan(directory: str) -> Iterator[tuple[str, os.stat_result, bool]]:
+_PREFIXES_ASKED = frozenset({".", "_"})
+
+
+def _scan(directory: str, skipped: Callable[[str], bool]) -> Iterator[tuple[str, os.stat_result, bool]]:
     """The entries of a local directory with their stats, symlinks followed (as pyarrow's
-    listing and Hadoop's do), and whether each is a symlink. Entries removed meanwhile, broken
-    symlinks, and a directory removed meanwhile list as nothing: their files are gone."""
+    listing and Hadoop's do), and whether each is a symlink; entries whose name starts with
+    ``.`` or ``_`` and is ``skipped`` are left out unread (a Spark lake's checksum files are
+    half its entries); the caller's rules still decide every other entry. Entries removed
+    meanwhile, broken symlinks, and a directory removed meanwhile list as nothing: their files
+    are gone."""
     try:
         handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY) if _SCAN_BY_FD else None
     except (FileNotFoundError, NotADirectoryError):
@@ -151,6 +161,11 @@ def _scan(directory: str) -> Iterator[tuple[str, os.stat_result, bool]]:
     try:
         with os.scandir(directory if handle is None else handle) as listing:
             for entry in listing:
+                name = entry.name
+                # Only names that start with a dot or an underscore are asked (checksum files,
+                # metadata directories): asking every name costs more than the stats it saves.
+                if name[:1] in _PREFIXES_ASKED and skipped(name):
+                    continue
                 try:
                     yield entry.name, entry.stat(), entry.is_symlink()
                 except FileNotFoundError:
