@@ -592,3 +592,11 @@ def test_lru_keeps_the_most_recently_used_within_its_weight():
     cache.put("big", b"x" * 50)  # heavier than the capacity: not kept, and nothing else is
     assert len(cache) == 0 and cache.get("big") is None and cache.weight == 0
     assert (cache.hits, cache.misses) == (3, 2)
+
+
+def test_json_lines_are_strict_json_with_nan_and_infinities():
+    from lakeseek.rendering import json_lines
+
+    table = pa.table({"x": [1.5, float("nan"), float("inf"), float("-inf"), None]})
+    rows = [json.loads(line, parse_constant=lambda name: pytest.fail(f"bare {name}")) for line in json_lines(table)]
+    assert [row["x"] for row in rows] == [1.5, "NaN", "Infinity", "-Infinity", None]

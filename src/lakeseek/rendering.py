@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import io
 import json
+import math
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -27,7 +28,10 @@ def text(value: Any) -> str:
 
 
 def json_value(value: Any) -> Any:
-    """A value as JSON holds it."""
+    """A value as JSON holds it (NaN and the infinities, which JSON has no number for, as the
+    strings Spark's JSON writer gives them: "NaN", "Infinity", "-Infinity")."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, Decimal):
@@ -46,7 +50,7 @@ def json_value(value: Any) -> Any:
 def json_lines(table: pa.Table) -> Iterator[str]:
     """One JSON object per row, each ending with a newline."""
     for row in table.to_pylist():
-        yield json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False) + "\n"
+        yield json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def csv_text(table: pa.Table) -> Iterator[str]:
