@@ -173,7 +173,9 @@ def _change_halfway(lake: Path, fresh: list[int], after: float, checker: _Checke
     data = template.drop_columns(["date"]).take([0] * len(fresh))
     data = data.set_column(data.schema.get_field_index("record_id"), "record_id", pa.array(fresh, pa.int64()))
     day = template.column("date")[0].as_py()
-    pq.write_table(data, lake / f"date={day}" / "part-99999-appended.snappy.parquet")
+    hidden = lake / f"date={day}" / ".part-99999-appended.snappy.parquet.tmp"  # renamed when whole
+    pq.write_table(data, hidden)
+    os.replace(hidden, hidden.parent / "part-99999-appended.snappy.parquet")
     checker.appended.set()
     checker.changed_at = time.monotonic() - checker.started
     lakeseek.refresh_index(str(lake), "incremental", engine="local")

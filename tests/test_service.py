@@ -48,7 +48,10 @@ def write_part(root: Path, number: int, ids: np.ndarray, rng: np.random.Generato
     )
     directory = root / f"day={number % 3}"
     directory.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, directory / f"part-{number:03d}.parquet", row_group_size=200)
+    # Written under a hidden name, then renamed: readers never see half a file (as Spark commits).
+    hidden = directory / f".part-{number:03d}.parquet.tmp"
+    pq.write_table(table, hidden, row_group_size=200)
+    os.replace(hidden, directory / f"part-{number:03d}.parquet")
 
 
 def make_lake(root: Path, seed: int, files: int = 8, rows: int = 600) -> None:

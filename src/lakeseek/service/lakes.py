@@ -37,14 +37,13 @@ class ServedLake:
             now = time.monotonic()
             if opened is not None and now - opened[2] < self.check_seconds:
                 return opened[0]
-            if opened is not None:
-                versions = _versions(opened[0])
-                if versions == opened[1]:
-                    self._opened = (opened[0], versions, now)
-                    return opened[0]
+            if opened is not None and _listed(opened[0]) == opened[1]:
+                self._opened = (opened[0], opened[1], now)
+                return opened[0]
             lake = open_lake(self.config.location, self.config.storage_options, source_format=self.config.source_format)
             indexes = open_indexes(lake)
-            self._opened = (indexes, _versions(indexes), now)
+            # The versions opened, not listed afterwards: a commit in between is seen next time.
+            self._opened = (indexes, _opened(indexes), now)
             return indexes
 
     @property
@@ -68,14 +67,19 @@ class ServedLake:
         raise LakeseekError(f"column '{column}' of lake '{self.name}' is not indexed (indexed: {indexed})")
 
 
-def _versions(indexes: IndexSet) -> tuple:
-    """The index names under the lake's index home and each one's latest version."""
+def _listed(indexes: IndexSet) -> tuple:
+    """The committed indexes under the lake's index home, each with its latest version."""
     location = indexes.indexes[0].location
     found = []
     for name in index_names(location.storage, location.home):
         versions = IndexLog(location.storage, f"{location.home}/{name}").versions()
-        found.append((name, versions[-1] if versions else None))
+        if versions:
+            found.append((name, versions[-1]))
     return tuple(found)
+
+
+def _opened(indexes: IndexSet) -> tuple:
+    return tuple(sorted((index.name, index.version) for index in indexes.indexes))
 
 
 class Lakes:
