@@ -47,3 +47,33 @@ def test_counting_sees_only_its_block_and_its_thread(tmp_path):
             pool.submit(storage.read, f"{root}/a").result()
     assert (inner.reads, inner.bytes_read) == (1, 2)
     assert (outer.reads, outer.bytes_read) == (2, 7)
+
+
+def test_what_is_read_of_a_file_is_kept_only_once_its_stamp_has_settled(tmp_path):
+    """A write moves a file's modification time when it starts, so a stamp taken during a long
+    write is already the final one while the old bytes are still there: a footer read then and
+    kept under that stamp would misread the new content for the rest of the process. Footers
+    are kept only for files left alone for a while (lakeseek.lake.files.SETTLE_NS)."""
+    import os
+    import time
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lakeseek.lake import files
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    pq.write_table(pa.table({"id": pa.array(range(100), pa.int64())}), lake / "part.parquet")
+    lakeseek.create_index(str(lake), ["id"], engine="local")
+    index = lakeseek.open_index(str(lake))
+    CACHES["data file footers"].clear()
+    assert index.read("id = 5").num_rows == 1
+    assert len(CACHES["data file footers"]) == 0  # written just now: read afresh by every query
+    old = time.time() - 3600
+    os.utime(lake / "part.parquet", (old, old))  # as if written an hour ago (a new stamp: ctime moved)
+    index = lakeseek.open_index(str(lake))
+    assert index.read("id = 5").num_rows == 1
+    assert len(CACHES["data file footers"]) == 1
+    assert files.settled(files.Stamp(1, time.time_ns() - files.SETTLE_NS - 1, ""))
+    assert not files.settled(files.Stamp(1, time.time_ns(), ""))

@@ -124,3 +124,36 @@ def test_lakes_beyond_the_watched_ones_stay_exact(tmp_path, monkeypatch):
     for number, handle in enumerate(lakes):
         write_file(f"{handle.source}/part-1.parquet", typed_rows(random.Random(9), 50_000 + number, 1))
         assert ids(handle.read(f"id = {50_000 + number}")) == [50_000 + number]
+
+
+@pytest.mark.parametrize("swap", ["parent renamed", "root symlink repointed"])
+def test_a_tree_swapped_in_under_the_same_path_is_listed_again(tmp_path, swap):
+    """The watches are on the old tree's directories, which the swap leaves untouched: the
+    path leading to another directory must be seen (blue/green deployments of a lake)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def put(path, values):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"id": pa.array(values, pa.int64())}), path)
+
+    put(tmp_path / "blue" / "lake" / "a.parquet", [1, 2])
+    put(tmp_path / "green" / "lake" / "a.parquet", [1, 2])
+    put(tmp_path / "green" / "lake" / "b.parquet", [3, 4])
+    if swap == "parent renamed":
+        os.rename(tmp_path / "blue", tmp_path / "live")
+        lake = tmp_path / "live" / "lake"
+    else:
+        os.symlink(tmp_path / "blue" / "lake", tmp_path / "current")
+        lake = tmp_path / "current"
+    lakeseek.create_index(str(lake), ["id"], engine="local")
+    index = lakeseek.open_index(str(lake))
+    assert sorted(r["id"] for r in index.read("id >= 1").to_pylist()) == [1, 2]
+    if swap == "parent renamed":
+        os.rename(tmp_path / "live", tmp_path / "old")
+        os.rename(tmp_path / "green", tmp_path / "live")
+    else:
+        os.symlink(tmp_path / "green" / "lake", tmp_path / "next")
+        os.replace(tmp_path / "next", tmp_path / "current")
+    assert sorted(r["id"] for r in index.read("id >= 1").to_pylist()) == [1, 2, 3, 4]
+    assert index.read("id = 3").num_rows == 1

@@ -14,7 +14,7 @@ from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import Root
 from lakeseek.kinds import kind_named
-from lakeseek.lake.files import file_schemas
+from lakeseek.lake.files import file_schemas, settled
 from lakeseek.lake.state import LakeState, unchanged
 from lakeseek.location import Location
 from lakeseek.lru import CACHES
@@ -99,7 +99,8 @@ class IndexCache:
             return found
 
     def file_schemas(self, source, paths: list[str], state: LakeState) -> list[tuple[str, pa.Schema]]:
-        """``(path, schema)`` of the distinct schemas among ``paths`` (footers read once per stamp)."""
+        """``(path, schema)`` of the distinct schemas among ``paths`` (footers read once per
+        stamp, once a file's stamp has settled: see lakeseek.lake.files.settled)."""
         keys = {path: (path, tuple(state.files[path])) for path in paths}
         with self._lock:
             known = {path: self._schemas.get(key) for path, key in keys.items()}
@@ -109,7 +110,8 @@ class IndexCache:
             known[path] = schema
         with self._lock:
             for path in missing:
-                self._schemas[keys[path]] = known[path]
+                if settled(state.files[path]):
+                    self._schemas[keys[path]] = known[path]
             while len(self._schemas) > self.FILE_SCHEMAS:
                 self._schemas.popitem(last=False)
         distinct: dict[pa.Schema, str] = {}

@@ -49,11 +49,15 @@ class LocalStorage(Storage):
             known = self._listings.get(key, _NEVER_LISTED)
             if known is _UNWATCHABLE:
                 return self._walk(directory, skip_dir, skip_file, None) or {}
-            if known is not _NEVER_LISTED and not known[0].changed():
+            # The watches are on directories, not on the path: a lake whose root (or a directory
+            # above it, or a symlink on the way) was swapped for another tree raises no event on
+            # them, so the path must still lead to the directory that was listed.
+            if known is not _NEVER_LISTED and not known[0].changed() and _identity(directory) == known[2]:
                 return known[1]
             # Watched afresh from the first directory listed on: a change after a directory's
             # watch is in place raises an event, one before it is in the listing.
             watch = watch_tree(directory, key)
+            identity = _identity(directory)
             found = self._walk(directory, skip_dir, skip_file, watch)
             if watch is None or not watch.usable:
                 if watch is not None:
@@ -63,7 +67,7 @@ class LocalStorage(Storage):
                 watch.close()
                 self._listings.pop(key, None)
             else:
-                self._listings[key] = (watch, found)
+                self._listings[key] = (watch, found, identity)
             return found or {}
 
     def _walk(
@@ -118,6 +122,15 @@ class LocalStorage(Storage):
 
 _NEVER_LISTED = object()
 _UNWATCHABLE = object()
+
+
+def _identity(directory: str) -> tuple[int, int] | None:
+    """The device and inode the path leads to now (None: nothing there)."""
+    try:
+        status = os.stat(directory)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 def local_version(status: os.stat_result) -> str:

@@ -8,6 +8,7 @@ Which files make the lake, and their partition values, are the lake source's
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -94,7 +95,8 @@ def _dataset(
         kept = _FRAGMENTS.get(key)
         if kept is None:
             kept = _Kept(data_format.fragment(file_format, source.path(path), fs, partition, stamp.size, None))
-            _FRAGMENTS.put(key, kept)
+            if settled(stamp):
+                _FRAGMENTS.put(key, kept)
         if chosen is not None:
             subsets.append((len(fragments), kept, chosen))
         fragments.append(kept.fragment)
@@ -107,6 +109,19 @@ def _dataset(
 
 
 _FOOTER_READERS = 16
+
+# How long after its last modification a file's stamp is trusted to name its content for
+# good. A write updates the modification time when it starts: a stamp taken while one write
+# call copies data is already the final stamp, with the old bytes still in the file (seen
+# here: a footer read during one 64 MB write, kept under the final stamp, read new data with
+# old statistics for the rest of the process). What is kept per stamp is kept only once the
+# file has been left alone this long; younger files are read afresh by every query.
+SETTLE_NS = 2_000_000_000
+
+
+def settled(stamp: Stamp) -> bool:
+    """Whether a file of this stamp was last modified long enough ago to keep what is read of it."""
+    return stamp.mtime_ns <= time.time_ns() - SETTLE_NS
 
 
 def _read_footers(kept: list[_Kept]) -> None:
