@@ -9,6 +9,7 @@ import json
 import os
 import random
 import shutil
+import struct
 import subprocess
 import sys
 import threading
@@ -247,7 +248,17 @@ BAD_REQUESTS = [
     ("POST", "/v1/lakes/events/locate", None, {"keys": 5}, {}, 400, "keys are a JSON list"),
     ("POST", "/v1/lakes/events/locate", None, {"column": "amount", "keys": [1]}, {}, 400, "not indexed"),
     ("POST", "/v1/lakes/events/locate", None, {"column": "id", "keys": [1, "x"]}, {}, 400, "'x'"),
-    ("POST", "/v1/lakes/events/locate", None, b"\x00\x01", {"Content-Type": ARROW}, 400, "not an Arrow IPC stream"),
+    ("POST", "/v1/lakes/events/locate", None, b"\x00\x01", {"Content-Type": ARROW}, 400, "not a valid Arrow IPC"),
+    (
+        "POST",
+        "/v1/lakes/events/locate",
+        {"column": "user"},
+        "bad offsets",
+        {"Content-Type": ARROW},
+        400,
+        "not a valid Arrow IPC",
+    ),
+    ("POST", "/v1/lakes/events/rows", None, b'{"where": "id = 1", "limit": 1e400}', {}, 400, "'limit' is a number"),
     ("GET", "/v1/lakes/events/locate", None, None, {}, 405, "Method Not Allowed"),
     ("GET", "/v1/nothing/here", None, None, {}, 404, "Not Found"),
 ]
@@ -255,12 +266,26 @@ BAD_REQUESTS = [
 
 @pytest.mark.parametrize(("method", "path", "params", "body", "headers", "status", "message"), BAD_REQUESTS)
 def test_bad_requests_are_one_line_json_errors(server, method, path, params, body, headers, status, message):
+    if body == "bad offsets":
+        body = _arrow_keys_with_an_offset_past_the_data()
     got, answer_headers, answer = call(server, method, path, params=params, body=body, headers=headers)
     assert got == status, answer
     assert answer_headers["content-type"].startswith("application/json")
     error = json.loads(answer)
     assert error["status"] == status and message in error["error"], error
     assert "\n" not in error["error"] and "Traceback" not in error["error"]
+
+
+def _arrow_keys_with_an_offset_past_the_data() -> bytes:
+    """An Arrow IPC stream of strings whose offsets point far past the data (a kernel trusting
+    them reads memory it does not own)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, pa.schema([("user", pa.string())])) as writer:
+        writer.write_table(pa.table({"user": ["a", "b", "zzzz"] * 4}))
+    body = bytearray(sink.getvalue().to_pybytes())
+    at = bytes(body).find(struct.pack("<4i", 0, 1, 2, 6))
+    body[at + 8 : at + 12] = struct.pack("<i", 0x7FFF0000)
+    return bytes(body)
 
 
 def test_too_large_batches_and_the_token(server, lakes):

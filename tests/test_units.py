@@ -600,3 +600,11 @@ def test_json_lines_are_strict_json_with_nan_and_infinities():
     table = pa.table({"x": [1.5, float("nan"), float("inf"), float("-inf"), None]})
     rows = [json.loads(line, parse_constant=lambda name: pytest.fail(f"bare {name}")) for line in json_lines(table)]
     assert [row["x"] for row in rows] == [1.5, "NaN", "Infinity", "-Infinity", None]
+
+
+def test_rows_past_year_9999_render_as_arrow_writes_them():
+    from lakeseek.rendering import csv_text, json_lines
+
+    table = pa.table({"id": [1, 3], "d": pa.array([1, 3_000_000], pa.date32())})
+    assert [json.loads(line)["d"] for line in json_lines(table)] == ["1970-01-02", "10183-09-21"]
+    assert "".join(csv_text(table)).splitlines()[2] == "3,10183-09-21"

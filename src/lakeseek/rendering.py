@@ -47,9 +47,23 @@ def json_value(value: Any) -> Any:
     return text(value)
 
 
+def python_rows(table: pa.Table) -> Iterator[dict[str, Any]]:
+    """The rows as Python values; a column holding a date or time Python cannot (a year past
+    9999) as Arrow's text of its values."""
+    columns = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        try:
+            columns[name] = column.to_pylist()
+        except (OverflowError, ValueError):
+            columns[name] = column.cast(pa.string()).to_pylist()
+    names = list(columns)
+    for values in zip(*columns.values(), strict=True):
+        yield dict(zip(names, values, strict=True))
+
+
 def json_lines(table: pa.Table) -> Iterator[str]:
     """One JSON object per row, each ending with a newline."""
-    for row in table.to_pylist():
+    for row in python_rows(table):
         yield json.dumps({k: json_value(v) for k, v in row.items()}, ensure_ascii=False, allow_nan=False) + "\n"
 
 
@@ -58,7 +72,7 @@ def csv_text(table: pa.Table) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(table.column_names)
-    for row in table.to_pylist():
+    for row in python_rows(table):
         writer.writerow(["" if v is None else text(v) for v in row.values()])
         if buffer.tell() > 1 << 16:
             yield buffer.getvalue()

@@ -15,7 +15,7 @@ from rich.text import Text
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.index import Index
 from lakeseek.planning import Plan
-from lakeseek.rendering import csv_text, json_lines, text
+from lakeseek.rendering import csv_text, json_lines, python_rows, text
 
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -74,7 +74,7 @@ def write_csv(table: pa.Table) -> None:
 
 def print_rows(table: pa.Table) -> None:
     view = text_table(table.column_names, box=None, pad_edge=False)
-    for row in table.to_pylist():
+    for row in python_rows(table):
         add_text_row(view, *["NULL" if v is None else text(v) for v in row.values()])
     stdout.print(view)
     stderr.print(f"{table.num_rows:,} row{'s' if table.num_rows != 1 else ''}")

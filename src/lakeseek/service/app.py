@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from lakeseek.exceptions import (
@@ -34,7 +34,7 @@ from lakeseek.exceptions import (
     UnsupportedStorageError,
 )
 from lakeseek.lru import CACHES
-from lakeseek.rendering import arrow_stream, csv_text, json_lines, json_value
+from lakeseek.rendering import arrow_stream, csv_text, json_lines, json_value, python_rows
 from lakeseek.service.config import ServiceConfig
 from lakeseek.service.lakes import Lakes, ServedLake, UnknownLakeError
 from lakeseek.service.metrics import Metrics
@@ -124,7 +124,7 @@ def create_app(config: ServiceConfig | None = None) -> Starlette:
         found = index.locate(keys, column=column)
         if _wants(request, ARROW):
             return Response(arrow_stream(found), media_type=ARROW)
-        pairs = [{name: json_value(value) for name, value in row.items()} for row in found.to_pylist()]
+        pairs = [{name: json_value(value) for name, value in row.items()} for row in python_rows(found)]
         return JSONResponse({"lake": lake.name, "keys": len(keys), "pairs": pairs})
 
     def explain(lake: ServedLake, params: dict, body: bytes, request: Request) -> Response:
@@ -240,7 +240,7 @@ def _count(params: dict, name: str, largest: int) -> int | None:
         return None
     try:
         number = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         number = -1
     if isinstance(value, bool) or number < 0:
         raise RequestError(400, f"'{name}' is a number of at least 0, not {value!r}")
@@ -255,8 +255,9 @@ def _keys(params: dict, body: bytes, request: Request, column: str | None) -> pa
     if request.headers.get("content-type", "").split(";")[0].strip() == ARROW:
         try:
             table = pa.ipc.open_stream(body).read_all()
+            table.validate(full=True)  # offsets and lengths checked before a kernel trusts them
         except (pa.ArrowException, OSError) as error:
-            raise RequestError(400, f"the request body is not an Arrow IPC stream ({error})") from error
+            raise RequestError(400, f"the request body is not a valid Arrow IPC stream ({error})") from error
         if column is not None and column in table.column_names:
             return table.column(column).combine_chunks()
         if table.num_columns != 1:
@@ -274,11 +275,13 @@ def _wants(request: Request, media_type: str) -> bool:
 
 
 def _table_response(table: pa.Table, request: Request, headers: dict[str, str]) -> Response:
+    """The rows in the format asked for, rendered whole before the status goes out (so that a
+    failure to render is an error answer, not a body cut short)."""
     if _wants(request, ARROW):
         return Response(arrow_stream(table), media_type=ARROW, headers=headers)
     if _wants(request, CSV):
-        return StreamingResponse(csv_text(table), media_type=CSV, headers=headers)
-    return StreamingResponse(json_lines(table), media_type=JSON_LINES, headers=headers)
+        return Response("".join(csv_text(table)), media_type=CSV, headers=headers)
+    return Response("".join(json_lines(table)), media_type=JSON_LINES, headers=headers)
 
 
 # Errors of the storage or of what it holds: the request was fine, the service could not answer it.
