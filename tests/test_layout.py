@@ -371,3 +371,36 @@ def test_the_spark_format_prunes_by_blocks_and_pushes_samples_down(jvm_spark, tm
     assert sorted(payloads(parts[0]) + payloads(parts[1])) == payloads(full)
     assert payloads(parts[0]) == payloads(full.where(layout.sample_sql(0.3)))
     assert lake.sample(True, 0.5, seed=1).count() > 0  # with replacement: Spark's own sample
+
+
+def test_linear_columns_beyond_two_to_the_53(tmp_path):
+    """Integers and timestamps beyond 2^53 (microseconds after 2255) take positions rounded to
+    float64, in order: writes work and reads answer like a full scan."""
+    location = str(tmp_path / "lake")
+    big = 2**63 - 1
+    values = [-(2**63), -(2**53) - 3, 0, 2**53 + 1, 2**53 + 2, big - 1, big]
+    times = [EPOCH + dt.timedelta(days=36500 * k) for k in range(len(values))]  # to year 2624
+    rows = pa.table(
+        {
+            "i": pa.array(values, pa.int64()),
+            "t": pa.array(times, pa.timestamp("us", tz="UTC")),
+            "payload": pa.array([f"row-{n}" for n in range(len(values))]),
+        }
+    )
+    layout.write(rows, location, ["i", "t"], cube_size=2)
+    connection = scan(location)
+    for where in [
+        f"i = {big}",
+        f"i = {big - 1}",
+        f"i > {2**53}",
+        f"i < {-(2**53)}",
+        f"i >= {2**53 + 2} AND i < {big}",
+        "t > TIMESTAMP '2300-01-01 00:00:00'",
+        "t < TIMESTAMP '2500-06-01 00:00:00' AND i > 0",
+    ]:
+        expected = [
+            row[0] for row in connection.execute(f"SELECT payload FROM lake WHERE {where} ORDER BY payload").fetchall()
+        ]
+        assert sorted(layout.read(location, where, columns=["payload"]).column("payload").to_pylist()) == expected, (
+            where
+        )

@@ -69,7 +69,9 @@ def numbers(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
         array = array.cast(pa.int64())
     elif pa.types.is_decimal(kind):
         array = array.cast(pa.float64(), safe=False)
-    found = array.cast(pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64, copy=True)
+    # Unsafe: integers beyond 2^53 (timestamps after 2255 in microseconds) round to the nearest
+    # float64, which keeps their order (not strictly: neighbours may meet), all a position needs.
+    found = array.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False).astype(np.float64, copy=True)
     nulls = np.asarray(array.is_null(), dtype=bool) if array.null_count else None
     found[np.isnan(found)] = np.inf  # NaN rows (the NULLs are set back below)
     if nulls is not None:
