@@ -404,3 +404,18 @@ def test_linear_columns_beyond_two_to_the_53(tmp_path):
         assert sorted(layout.read(location, where, columns=["payload"]).column("payload").to_pylist()) == expected, (
             where
         )
+
+
+def test_an_index_sees_its_otree_lake_written_again_from_nothing(tmp_path):
+    """The lake's versions restart when it is deleted and written again: the index recorded
+    version 0 of the old lake, and must not take the new version 0 for it."""
+    location = str(tmp_path / "lake")
+    layout.write(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), location, ["id"], cube_size=100)
+    lakeseek.create_index(location, ["id"], engine="local")
+    held = lakeseek.open_index(location)
+    shutil.rmtree(tmp_path / "lake" / "_lakeseek_layout")
+    shutil.rmtree(tmp_path / "lake" / "data")
+    layout.write(pa.table({"id": pa.array([4, 5, 6], pa.int64())}), location, ["id"], cube_size=100)
+    for index in (held, lakeseek.open_index(location), held.reload()):
+        assert sorted(index.read("id >= 0").column("id").to_pylist()) == [4, 5, 6]
+        assert index.read("id = 5").num_rows == 1

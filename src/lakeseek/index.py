@@ -164,7 +164,9 @@ class Index:
         nothing was committed since and the lake is listed per query; a new one otherwise (a
         handle whose listing is kept, ``"once"`` or for a time, lists the lake again)."""
         latest = IndexLog(self.storage, self.index_dir).latest()
-        if latest.version == self.version and self.lake_listing == "per_query":
+        # The commit time tells an index deleted and created again (its versions restart) apart.
+        same = latest.version == self.version and latest.timestamp_ms == self.root.timestamp_ms
+        if same and self.lake_listing == "per_query":
             return self
         return Index(self.location, latest, lake_listing=self.lake_listing)
 

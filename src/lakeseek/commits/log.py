@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from lakeseek.exceptions import CommitFailedError, IndexCorruptError, IndexNotFoundError
 from lakeseek.format.actions import Action
 from lakeseek.format.root import Root
-from lakeseek.io import Storage
+from lakeseek.io import FileStatus, Storage
 from lakeseek.kinds import decode_content
 
 LOG_DIR = "log"
@@ -56,12 +56,17 @@ class IndexLog:
 
     def versions(self) -> list[int]:
         """The committed versions: entries named exactly as commits name them (20 digits)."""
-        found = []
+        return sorted(self.listing())
+
+    def listing(self) -> dict[int, FileStatus]:
+        """The committed versions' entries (one LIST): their sizes and times tell an index
+        deleted and created again at the same place from the one before."""
+        found = {}
         for status in self.storage.list_files(self.log_dir, recursive=False):
             match = _ENTRY_NAME.fullmatch(status.path.rsplit("/", 1)[-1])  # see is_entry_name
             if match:
-                found.append(int(match.group(1)))
-        return sorted(found)
+                found[int(match.group(1))] = status
+        return found
 
     def latest(self) -> Root:
         """The newest version that reads whole. Newer entries that do not (truncated, forged,

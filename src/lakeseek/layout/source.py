@@ -55,15 +55,18 @@ class LayoutSource(LakeSource):
 
     def snapshot(self, *, exclude: str | None = None) -> Snapshot:
         state = self.state()
-        return Snapshot(stamps_of(state, state.files), str(state.version))
+        return Snapshot(stamps_of(state, state.files), state.token)
 
     def version(self, known: str | None = None) -> str | None:
-        versions = self.log.versions()
-        return str(versions[-1]) if versions else None
+        return self.state().token if self.log.exists() else None
 
     def changes(self, since: str, snapshot: Snapshot) -> Changes | None:
         try:
-            then = self.log.read(int(since)).files
+            number, _, checksum = since.partition(":")
+            entry = self.log.read(int(number))
+            if str(entry.checksum) != checksum:
+                return None  # another lake's entry of that number: the stamps tell
+            then = entry.files
         except (LakeNotFoundError, IndexCorruptError, ValueError):
             return None  # an entry gone or unreadable: the stamps tell
         now = set(snapshot.files)

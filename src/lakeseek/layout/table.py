@@ -11,8 +11,9 @@ leaves invisible files, never half a write.
 from __future__ import annotations
 
 import base64
+import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 import pyarrow as pa
@@ -106,6 +107,13 @@ class LayoutState:
     files: dict[str, LayoutFile]
     operation: str = "write"
     timestamp_ms: int = 0
+    checksum: int = 0  # of the entry read (see encode_entry); 0 for a state not read from the log
+
+    @property
+    def token(self) -> str:
+        """The version as a lake source names it: the number and the entry's checksum, so a lake
+        deleted and written again (its versions restart) is not taken for the one before."""
+        return f"{self.version}:{self.checksum}"
 
     def revision(self, revision_id: int) -> Revision:
         return next(r for r in self.revisions if r.id == revision_id)
@@ -196,7 +204,7 @@ class LayoutLog:
             data = self.storage.read(path)
         except FileNotFoundError as error:
             raise LakeNotFoundError(f"layout version {version} not found at {path}") from error
-        state = LayoutState.from_json(decode_entry(data, path), path)
+        state = replace(LayoutState.from_json(decode_entry(data, path), path), checksum=_checksum(data))
         if state.version != version:
             raise IndexCorruptError(f"layout log entry {path} holds version {state.version}, not {version}")
         if key is not None:
@@ -213,6 +221,12 @@ class LayoutLog:
 
 # An entry's first bytes hold the checksum of its body (see lakeseek.commits.log.encode_entry).
 HEAD = 32
+_CHECKSUM = re.compile(rb'\s*\{\s*"crc32"\s*:\s*(\d+)')
+
+
+def _checksum(entry: bytes) -> int:
+    found = _CHECKSUM.match(entry)
+    return int(found.group(1)) if found else 0
 
 # Log entries parsed in this process, the latest few, by their storage, path, listed size and
 # modification time, and first bytes. An entry is created once (put-if-absent) and never

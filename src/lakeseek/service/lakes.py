@@ -37,13 +37,17 @@ class ServedLake:
             now = time.monotonic()
             if opened is not None and now - opened[2] < self.check_seconds:
                 return opened[0]
-            if opened is not None and _listed(opened[0]) == opened[1]:
-                self._opened = (opened[0], opened[1], now)
+            listed = _listed(opened[0]) if opened is not None else None
+            if opened is not None and listed == opened[1]:
+                self._opened = (opened[0], listed, now)
                 return opened[0]
             lake = open_lake(self.config.location, self.config.storage_options, source_format=self.config.source_format)
             indexes = open_indexes(lake)
-            # The versions opened, not listed afterwards: a commit in between is seen next time.
-            self._opened = (indexes, _opened(indexes), now)
+            if listed is None:
+                listed = _listed(indexes)
+            if [(name, version) for name, version, _ in listed] != _opened(indexes):
+                listed = ()  # a commit landed between the listing and the opening: look again next time
+            self._opened = (indexes, listed, now)
             return indexes
 
     @property
@@ -68,18 +72,20 @@ class ServedLake:
 
 
 def _listed(indexes: IndexSet) -> tuple:
-    """The committed indexes under the lake's index home, each with its latest version."""
+    """The committed indexes under the lake's index home: each one's name, latest version, and
+    that entry's size and time (an index deleted and created again restarts its versions)."""
     location = indexes.indexes[0].location
     found = []
     for name in index_names(location.storage, location.home):
-        versions = IndexLog(location.storage, f"{location.home}/{name}").versions()
-        if versions:
-            found.append((name, versions[-1]))
+        listing = IndexLog(location.storage, f"{location.home}/{name}").listing()
+        if listing:
+            version = max(listing)
+            found.append((name, version, (listing[version].size, listing[version].mtime_ns)))
     return tuple(found)
 
 
-def _opened(indexes: IndexSet) -> tuple:
-    return tuple(sorted((index.name, index.version) for index in indexes.indexes))
+def _opened(indexes: IndexSet) -> list:
+    return sorted((index.name, index.version) for index in indexes.indexes)
 
 
 class Lakes:

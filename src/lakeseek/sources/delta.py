@@ -3,7 +3,8 @@
 The lake is the table's active files at its latest version, not a listing of its directory
 (which also holds files the table removed): the snapshot comes from the ``deltalake`` package
 (delta-rs), which replays the log and its checkpoints. The version is the table's version
-number. Checking it costs one LIST of ``_delta_log/`` after the version an index recorded (no
+number with its commit file's size and time (a table deleted and written again restarts its
+numbers). Checking it costs one LIST of ``_delta_log/`` from the version an index recorded (no
 data file is listed), and what changed since is read from the JSON commits in between
 (``add`` and ``remove`` actions); when the log no longer holds them (cleaned up after a
 checkpoint), the files' stamps are compared instead.
@@ -34,7 +35,7 @@ import pyarrow.dataset as ds
 
 from lakeseek.engine.runner import Runner
 from lakeseek.exceptions import DataFileError, LakeMetadataError, LakeNotFoundError, UnsupportedLakeError
-from lakeseek.io import Stamp, Storage
+from lakeseek.io import FileStatus, Stamp, Storage
 from lakeseek.lake.files import plain_schema
 from lakeseek.lake.formats.base import ColumnStatistics
 from lakeseek.lake.state import Changes
@@ -58,6 +59,18 @@ _CHECKPOINT = re.compile(r"([0-9]{20})\.checkpoint(?:\.[0-9]+\.[0-9]+)?\.parquet
 _TIMESTAMP_STEP = datetime.timedelta(milliseconds=1)
 _STRING_PREFIX = 32
 _EXACT_DECIMAL_DIGITS = 15
+
+
+def _stamped(version: int, commit: FileStatus | None) -> str:
+    """A version's name: ``<number>@<size>.<time>`` of its commit file (a table deleted and
+    written again restarts its numbers, not its files' times)."""
+    return f"{version}@" if commit is None else f"{version}@{commit.size}.{commit.mtime_ns}"
+
+
+def _number(version: str) -> int | None:
+    """The version number of a name :func:`_stamped` gave (None: not one)."""
+    text = version.partition("@")[0]
+    return int(text) if text.isdigit() else None
 
 
 def is_delta(storage: Storage, root: str) -> bool:
@@ -93,7 +106,7 @@ class DeltaSource(LakeSource):
             table = self._table()
             self._refuse_what_is_not_read(table)
             actions = pa.table(table.get_add_actions(flatten=True))
-            version = str(table.version())
+            version = self._token(table.version())
             vectors = self._read_deletion_vectors(table)
             configuration = table.metadata().configuration or {}
         paths = [self._relative(path) for path in actions.column("path").to_pylist()]
@@ -167,22 +180,45 @@ class DeltaSource(LakeSource):
 
     # -- versions ------------------------------------------------------------------------------
     def version(self, known: str | None = None) -> str | None:
-        """The table's latest version: one LIST of the log after ``known``'s commit."""
-        start_after = None if known is None else f"{self.root}/{LOG}/{int(known):020d}.json"
-        latest = None if known is None else int(known)
+        """The table's latest version: one LIST of the log from ``known``'s commit on (that
+        commit must still be the one ``known`` names, or the table is another one now)."""
+        number = None if known is None else _number(known)
+        start_after = None if number is None or number == 0 else f"{self.root}/{LOG}/{number - 1:020d}.json"
+        commits, latest = self._listed(start_after)
+        if latest is None and start_after is not None:
+            commits, latest = self._listed(None)  # fewer commits than known: another table now
+        if latest is None:
+            raise LakeNotFoundError(f"no Delta table at {self.shown_root}: its log holds no commit")
+        # Known's own commit is listed too: a table written again with as many commits differs
+        # in that file's size or time, so its name differs from ``known``.
+        return _stamped(latest, commits.get(latest))
+
+    def _listed(self, start_after: str | None) -> tuple[dict[int, FileStatus], int | None]:
+        """The log's commits (by version) listed after ``start_after``, and its latest version."""
+        commits: dict[int, FileStatus] = {}
+        latest = None
         for status in self.storage.list_files(f"{self.root}/{LOG}", recursive=False, start_after=start_after):
             name = status.path.rsplit("/", 1)[-1]
             found = _COMMIT.fullmatch(name) or _CHECKPOINT.fullmatch(name)
             if found:
                 latest = max(latest or 0, int(found[1]))
-        if latest is None:
-            raise LakeNotFoundError(f"no Delta table at {self.shown_root}: its log holds no commit")
-        return str(latest)
+                if _COMMIT.fullmatch(name):
+                    commits[int(found[1])] = status
+        return commits, latest
+
+    def _token(self, version: int) -> str:
+        """``version`` as the source names it: its number and its commit file's size and time."""
+        start_after = None if version == 0 else f"{self.root}/{LOG}/{version - 1:020d}.json"
+        commits, _ = self._listed(start_after)
+        return _stamped(version, commits.get(version))
 
     def changes(self, since: str, snapshot: Snapshot) -> Changes | None:
         added: set[str] = set()
         removed: set[str] = set()
-        for version in range(int(since) + 1, int(snapshot.version) + 1):
+        first, last = _number(since), _number(snapshot.version)
+        if first is None or last is None:
+            return None
+        for version in range(first + 1, last + 1):
             try:
                 commit = self.storage.read(f"{self.root}/{LOG}/{version:020d}.json")
             except FileNotFoundError:
