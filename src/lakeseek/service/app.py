@@ -2,9 +2,9 @@
 stream; every error a status and one line of JSON, ``{"error": "...", "status": N}``.
 
 Requests that take a predicate carry it as ``?where=`` or as ``{"where": ...}`` in a JSON
-body. ``files`` is answered in the event loop (a warm lookup takes a fraction of a
-millisecond, less than handing it to a thread); reads, batch lookups, plans and status run
-in threads.
+body. ``files`` on a lake in local storage is answered in the event loop (a warm lookup takes
+a fraction of a millisecond, less than handing it to a thread); on an object store (whose
+requests take milliseconds), and for reads, batch lookups, plans and status, in threads.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def create_app(config: ServiceConfig | None = None) -> Starlette:
                 body = await _body(request)
                 params = _params(request, body)
                 lake = lakes[request.path_params["lake"]]
-                if in_thread:
+                if in_thread or not lake.is_local:
                     response = await run_in_threadpool(handler, lake, params, body, request)
                 else:
                     response = handler(lake, params, body, request)

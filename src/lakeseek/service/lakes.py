@@ -51,6 +51,12 @@ class ServedLake:
             return indexes
 
     @property
+    def is_local(self) -> bool:
+        """Whether the lake is in local storage (unknown until a request opened it: not)."""
+        storage = self.storage
+        return storage is not None and storage.is_local
+
+    @property
     def storage(self):
         """The lake's storage, once a request opened the lake."""
         opened = self._opened
