@@ -20,8 +20,8 @@ import lakeseek
 import lakeseek.spark
 from lakeseek.cli.main import main
 from lakeseek.expressions.sql import to_spark_sql
+from lakeseek.io.hadoop import literal_path
 from lakeseek.spark import spark_schema, to_spark
-from lakeseek.spark.paths import literal_path
 
 pytestmark = pytest.mark.spark
 TZ = "spark.sql.session.timeZone"

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import lakeseek
 import lakeseek.layout as layout
 from lakeseek.exceptions import InvalidArgumentError, LakeseekError, UnknownColumnError
+from lakeseek.io.hadoop import literal_path
 from lakeseek.layout.cubes import Cube
 from lakeseek.layout.table import SCRATCH_DIR, LayoutLog
 from lakeseek.layout.tree import OFFSET, WEIGHT
@@ -302,17 +303,50 @@ def test_bad_requests_are_one_line_errors(tmp_path):
     lakeseek.create_index(str(plain), ["a"], engine="local")
     with pytest.raises(InvalidArgumentError, match="no _lakeseek_weight column"):
         lakeseek.open_index(str(plain)).read("a = 1", sample=0.1)
+    # Into a location holding another lake's files, which every read would leave out after.
+    with pytest.raises(InvalidArgumentError, match="holds files that are not an OTree lake's"):
+        layout.write(rows, str(plain), ["a"])
+    with pytest.raises(UnknownColumnError, match="unknown column 'nope'"):
+        layout.read(location, "a > 1", columns=["nope"])
+    assert layout.read(location, "a > 1", columns=["A"]).column_names == ["a"]
+    for fraction in (float("nan"), 1.5, -1, True):
+        with pytest.raises(InvalidArgumentError, match="a sample is a fraction"):
+            layout.sample_sql(fraction)
+    with pytest.raises(InvalidArgumentError, match="a name lakeseek's layout writer uses"):
+        layout.write(rows.append_column("__lakeseek_file", pa.array([1] * 100)), str(tmp_path / "other"), ["a"])
+    many = pa.table({f"c{n}": pa.array([n]) for n in range(40)})
+    with pytest.raises(InvalidArgumentError, match="at most 32 columns"):
+        layout.write(many, str(tmp_path / "wide"), many.column_names)
+
+
+def test_columns_arrow_cannot_count_are_written_and_read(tmp_path):
+    """All-NULL, dictionary, struct, list and map columns beside the layout's."""
+    location = str(tmp_path / "lake")
+    rows = pa.table(
+        {
+            "x": pa.array([1.0, 2.0, 3.0]),
+            "n": pa.nulls(3),
+            "d": pa.array(["a", "b", "a"]).dictionary_encode(),
+            "st": pa.array([{"a": 1}, {"a": 2}, None]),
+            "l": pa.array([[1], [], None]),
+            "m": pa.array([[("k", 1)], [], None], pa.map_(pa.string(), pa.int64())),
+        }
+    )
+    layout.write(rows, location, ["x"], cube_size=1)
+    got = layout.read(location, "x > 1").sort_by("x")
+    assert got.column("x").to_pylist() == [2.0, 3.0]
+    assert got.column("st").to_pylist() == [{"a": 2}, None] and got.column("l").to_pylist() == [[], None]
 
 
 def test_spark_writes_the_same_layout_and_reads_samples_through_the_blocks(spark, tmp_path, monkeypatch):
-    location = str(tmp_path / "lake")
+    location = str(tmp_path / "a br[a]ce lake")  # Spark reads paths as glob patterns but for escapes
     rows = make_rows(9, 6000)
     frame = spark.createDataFrame(rows.to_pandas()).repartition(3)
     # Several write tasks, each fed by several spills of every routing task.
     monkeypatch.setattr(layout_write, "ROWS_PER_WRITE_TASK", 1500)
     monkeypatch.setattr(layout_write, "SPILL_BYTES", 20_000)
     layout.write(frame, location, ["a", "b:quantiles", "ts"], cube_size=250)
-    assert not [path for path in (tmp_path / "lake" / SCRATCH_DIR).rglob("*") if path.is_file()]
+    assert not [path for path in (tmp_path / "a br[a]ce lake" / SCRATCH_DIR).rglob("*") if path.is_file()]
     layout.write(
         spark.createDataFrame(make_rows(10, 1000, start=900).to_pandas()),
         location,
@@ -323,12 +357,12 @@ def test_spark_writes_the_same_layout_and_reads_samples_through_the_blocks(spark
     check_reads(location, np.random.default_rng(2))
     layout.optimize(location, spark=spark)
     check_invariants(location)
-    full = spark.read.parquet(*live_files(location))
+    full = spark.read.parquet(*[literal_path(path) for path in live_files(location)])
     for fraction in (0.01, 0.1):
         expected = sorted(r.payload for r in full.where(layout.sample_sql(fraction)).select("payload").collect())
         got = sorted(layout.sample(location, fraction, columns=["payload"]).column("payload").to_pylist())
         assert got == expected
-    converted = str(tmp_path / "converted")
+    converted = str(tmp_path / "con{verted}")
     layout.convert(location, converted, ["a", "c"], spark=spark, cube_size=500)
     assert scan(converted).execute("SELECT count(*) FROM lake").fetchone()[0] == 7000
 
@@ -419,3 +453,54 @@ def test_an_index_sees_its_otree_lake_written_again_from_nothing(tmp_path):
     for index in (held, lakeseek.open_index(location), held.reload()):
         assert sorted(index.read("id >= 0").column("id").to_pylist()) == [4, 5, 6]
         assert index.read("id = 5").num_rows == 1
+
+
+def test_a_spark_frame_over_an_otree_lake_reads_it_after_optimize_and_overwrite(jvm_spark, tmp_path):
+    """Spark lists a relation's files once; the planner answers for the lake now. After an
+    optimize or an overwrite replaced every file, the frame lists again rather than read none."""
+    location = str(tmp_path / "lake")
+    layout.write(make_rows(21, 500), location, ["a"], cube_size=100)
+    layout.write(make_rows(22, 500, start=100), location, ["a"], cube_size=100)
+    frame = jvm_spark.read.format("lakeseek").load(location)
+    assert frame.count() == 1000
+    layout.optimize(location)
+    assert frame.count() == 1000
+    assert (
+        frame.where("a < 300").count()
+        == scan(location).execute("SELECT count(*) FROM lake WHERE a < 300").fetchone()[0]
+    )
+    layout.write(make_rows(23, 300), location, ["a"], cube_size=100, mode="overwrite")
+    assert frame.count() == 300
+
+
+def test_text_and_bytes_ending_in_nul_are_pruned_exactly(tmp_path):
+    """File bounds of strings and bytes are compared as Python values (NumPy's own string
+    scalars drop trailing NUL characters: 'a\\x00' would compare as 'a')."""
+    location = str(tmp_path / "lake")
+    rows = pa.table(
+        {
+            "k": pa.array(range(4), pa.int64()),
+            "s": pa.array(["a\x00", "b", "a", "c"]),
+            "bin": pa.array([b"\x00", b"ab", b"", b"\xff"]),
+        }
+    )
+    layout.write(rows, location, ["k"], cube_size=1)  # a file per row
+    connection = scan(location)
+    for where in ["s = 'a\x00'", "bin = X'00'", "bin <= X'00'", "s >= 'a\x00'", "s < 'a\x00'", "s IN ('a\x00', 'q')"]:
+        expected = sorted(row[0] for row in connection.execute(f"SELECT k FROM lake WHERE {where}").fetchall())
+        assert sorted(layout.read(location, where).column("k").to_pylist()) == expected, where
+
+
+def test_the_spark_format_keeps_nan_and_negative_zero_rows(jvm_spark, tmp_path):
+    """Spark's Parquet reader skips row groups by statistics that leave NaN out and by
+    dictionaries that tell -0.0 from 0.0: the layout writes neither for floating-point columns."""
+    location = str(tmp_path / "lake")
+    values = [float("nan") if i % 10 == 0 else (-0.0 if i % 2 else i / 1000) for i in range(1000)]
+    rows = pa.table(
+        {"id": pa.array(range(1000), pa.int64()), "x": pa.array(values), "r": pa.array(values, pa.float32())}
+    )
+    layout.write(rows, location, ["id"], cube_size=100)
+    frame = jvm_spark.read.format("lakeseek").load(location)
+    for where in ["x > 2", "x = CAST('NaN' AS DOUBLE)", "x = 0.0", "r = 0.0", "x = -0.0", "x < 0.5"]:
+        assert frame.where(where).count() == layout.read(location, where).num_rows, where
+    assert frame.where("x > 2").count() == 100

@@ -191,6 +191,10 @@ def _in_range(predicate, values: list, low: np.ndarray, high: np.ndarray) -> np.
         return np.zeros(len(low), dtype=bool)  # a comparison with NULL keeps nothing
     if op == "<>":
         return np.ones(len(low), dtype=bool)
+    if low.dtype == object:
+        # Compared as the Python values: NumPy makes a bare str or bytes operand one of its own
+        # string scalars, which drop trailing NUL characters ('a\x00' would compare as 'a').
+        points = [_as_object(point) for point in points]
     if op in ("=", "in"):
         found = np.zeros(len(low), dtype=bool)
         for point in points:
@@ -198,6 +202,13 @@ def _in_range(predicate, values: list, low: np.ndarray, high: np.ndarray) -> np.
         return found
     point = points[0]
     return np.asarray({"<": low < point, "<=": low <= point, ">": high > point, ">=": high >= point}[op], dtype=bool)
+
+
+def _as_object(value: object) -> np.ndarray:
+    """``value`` as a NumPy object scalar array, compared element-wise as the Python value."""
+    held = np.empty((), dtype=object)
+    held[()] = value
+    return held
 
 
 def _intervals(predicate, values: list, transformation: Transformation, column_type) -> list[_Interval] | None:

@@ -10,7 +10,7 @@ import pyarrow as pa
 from lakeseek.exceptions import InvalidArgumentError
 from lakeseek.expressions import And, Comparison, Predicate, python_literal
 from lakeseek.expressions.arrow import read_matching
-from lakeseek.expressions.binding import bind
+from lakeseek.expressions.binding import bind, resolve_column
 from lakeseek.expressions.sql import parse_where
 from lakeseek.layout.source import NAME, LayoutSource, stamps_of
 from lakeseek.layout.tree import OFFSET, SPAN, WEIGHT, sample_threshold
@@ -22,8 +22,7 @@ def with_sample(predicate: Predicate, fraction: float | None, schema: pa.Schema,
     weight is below the fraction's threshold."""
     if fraction is None:
         return predicate
-    if not isinstance(fraction, int | float) or not 0 < fraction <= 1:
-        raise InvalidArgumentError(f"a sample is a fraction in (0, 1], not {fraction!r}")
+    check_fraction(fraction)
     if WEIGHT not in schema.names:
         raise InvalidArgumentError(
             f"{lake} has no {WEIGHT} column to sample by: write it in OTree layout (lakeseek.layout.write)"
@@ -34,8 +33,14 @@ def with_sample(predicate: Predicate, fraction: float | None, schema: pa.Schema,
     return And(predicate, bind(Comparison("<", WEIGHT, python_literal(threshold)), schema))
 
 
+def check_fraction(fraction: object) -> None:
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction <= 1:
+        raise InvalidArgumentError(f"a sample is a fraction in (0, 1], not {fraction!r}")
+
+
 def sample_sql(fraction: float) -> str:
     """The SQL filter of a ``fraction`` sample, for engines that read the lake themselves."""
+    check_fraction(fraction)
     return f"{WEIGHT} < {sample_threshold(fraction)}"
 
 
@@ -74,8 +79,9 @@ def read(
     fraction when given, read from the files its blocks allow only."""
     lake, chosen, predicate = plan_files(location, where, sample=sample, storage_options=storage_options)
     state = lake.current
+    selected = None if columns is None else [resolve_column(column, state.schema).name for column in columns]
     dataset = lake.dataset(chosen, state.schema, (), stamps=stamps_of(state, chosen))
-    return read_matching(dataset, columns, predicate, state.schema)
+    return read_matching(dataset, selected, predicate, state.schema)
 
 
 def sample(

@@ -173,19 +173,38 @@ def _write_parquet(storage, path: str, table: pa.Table, row_group_rows: int) -> 
     bounds = np.unique(np.r_[0, cuts, np.arange(0, len(weights), row_group_rows), len(weights)])
     with storage.output(path) as out:
         dictionary = _repetitive_columns(table)
-        with pq.ParquetWriter(out, table.schema, compression="snappy", use_dictionary=dictionary) as writer:
+        # No statistics of floating-point columns: they leave NaN out, and Spark's Parquet reader
+        # then skips row groups holding NaN for x > 2 (NaN is above every number in Spark). The
+        # layout prunes by cube boxes, not by these.
+        statistics = [name for name in table.column_names if not pa.types.is_floating(table.schema.field(name).type)]
+        with pq.ParquetWriter(
+            out, table.schema, compression="snappy", use_dictionary=dictionary, write_statistics=statistics
+        ) as writer:
             for start, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
                 writer.write_table(table.slice(start, end - start), row_group_size=end - start)
         return out.tell()
 
 
 def _repetitive_columns(table: pa.Table, probe: int = 8192) -> list[str]:
-    """The columns worth dictionary encoding: those repeating values in the file's first rows.
-    A row group here is small enough that a dictionary never overflows into Parquet's plain
-    fallback, so for distinct values it would double the write time and grow the file."""
+    """The columns worth dictionary encoding: those repeating values in the file's first rows
+    (and those already dictionaries). A row group here is small enough that a dictionary never
+    overflows into Parquet's plain fallback, so for distinct values it would double the write
+    time and grow the file. Columns Arrow cannot count values of (nested, all NULL) are not,
+    nor floating-point ones: Spark's Parquet reader filters row groups by their dictionaries
+    comparing doubles bit by bit, and so drops a dictionary of -0.0 for ``x = 0.0``."""
     head = table.slice(0, probe)
-    return [
-        name
-        for name in table.column_names
-        if name != WEIGHT and pc.count_distinct(head.column(name)).as_py() <= head.num_rows // 2
-    ]
+    found = []
+    for name in table.column_names:
+        column = head.column(name)
+        if name == WEIGHT or pa.types.is_floating(column.type):
+            continue
+        if pa.types.is_dictionary(column.type):
+            found.append(name)
+            continue
+        try:
+            distinct = pc.count_distinct(column).as_py()
+        except pa.ArrowNotImplementedError:
+            continue
+        if distinct <= head.num_rows // 2:
+            found.append(name)
+    return found

@@ -25,9 +25,10 @@ import pyarrow as pa
 from lakeseek.exceptions import CommitFailedError, IncompatibleSchemaError, InvalidArgumentError, UnknownColumnError
 from lakeseek.format.hashing import hash64, mix64
 from lakeseek.io import storage_for
+from lakeseek.io.hadoop import literal_path
 from lakeseek.io.spills import scratch_removed
 from lakeseek.layout.table import SCRATCH_DIR, LayoutFile, LayoutLog, LayoutState, Revision, now_ms
-from lakeseek.layout.tasks import WritePlan, route_task, write_spilled, write_task
+from lakeseek.layout.tasks import CUBE, FILE, WritePlan, route_task, write_spilled, write_task
 from lakeseek.layout.transforms import (
     LINEAR,
     QUANTILES,
@@ -48,6 +49,11 @@ ROWS_PER_WRITE_TASK = 1_000_000  # rows a Spark task sorts and writes in memory
 ROW_GROUP_ROWS = 131_072  # most row groups end sooner, at a sample fraction (see layout.tasks)
 SPILL_BYTES = 256 << 20  # rows a Spark task routing rows to the write tasks holds before it spills them
 MODES = ("append", "overwrite")
+
+
+# Cubes are numbered in 64-bit integers, a level's child index taking one bit per column; past
+# a few dozen columns a cube holds almost no row anyway.
+MAX_LAYOUT_COLUMNS = 32
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,16 @@ def parse_columns(columns: Sequence[str], schema: pa.Schema) -> list[ColumnSpec]
         found.append(ColumnSpec(name, kind))
     if len({spec.column for spec in found}) < len(found):
         raise InvalidArgumentError("a layout column is named twice")
+    if len(found) > MAX_LAYOUT_COLUMNS:
+        raise InvalidArgumentError(f"a layout has at most {MAX_LAYOUT_COLUMNS} columns, not {len(found)}")
     return found
+
+
+def check_names(schema: pa.Schema) -> None:
+    """The rows must not hold columns named like those a write adds for itself."""
+    taken = [name for name in schema.names if name in (FILE, CUBE)]
+    if taken:
+        raise InvalidArgumentError(f"column '{taken[0]}' is a name lakeseek's layout writer uses: rename it")
 
 
 # -- the input: an Arrow table here, or a Spark DataFrame ------------------------------------------
@@ -256,10 +271,13 @@ def write(
     if cube_size < 1 or (max_file_rows is not None and max_file_rows < 1) or headroom < 0:
         raise InvalidArgumentError("cube_size and max_file_rows are positive, headroom at least 0")
     source = _input(data)
+    check_names(source.schema)
     specs = parse_columns(columns, source.schema)
     storage, root = storage_for(location, storage_options)
     log = LayoutLog(storage, root)
     base = log.latest() if log.exists() else None
+    if base is None:
+        _refuse_other_files(storage, root, location)
     source.with_weights([spec.column for spec in specs])
     schema = source.schema
     if base is not None and mode == "append" and base.files and not _same_schema(base.schema, schema):
@@ -277,6 +295,20 @@ def write(
     plan = _plan(location, storage_options, schema, revision, sample, rows, below, max_file_rows)
     written = source.write(plan)
     return _commit(log, base, revision, written, mode, schema, location)
+
+
+def _refuse_other_files(storage, root: str, location: str) -> None:
+    """A layout is written into an empty location (or one holding only hidden files): files of
+    another lake there would be left out of every read once the layout's log exists."""
+    from lakeseek.sources.directory import is_hidden
+
+    found = storage.walk_files(root, skip_dir=lambda name: is_hidden(name, directory=True), skip_file=is_hidden)
+    if found:
+        first = sorted(found)[0]
+        raise InvalidArgumentError(
+            f"{location} holds files that are not an OTree lake's ({first}, ...): write the layout to an empty "
+            "location, or convert that lake into one (lakeseek.layout.convert)"
+        )
 
 
 def _plan(
@@ -411,7 +443,9 @@ def _frame(lake, stamps, files: list[str], schema: pa.Schema, partition_columns,
         return table if spark is None else spark.createDataFrame(table.to_pandas())
     if lake.data_format is not PARQUET:
         raise InvalidArgumentError(f"converting a {lake.data_format.name} lake with Spark: convert it without Spark")
-    return spark.read.option("basePath", lake.storage.uri(lake.root)).parquet(*[lake.file_uri(p) for p in files])
+    # basePath is taken as it is; the files' paths would be glob patterns but for the escapes.
+    base = lake.storage.uri(lake.root)
+    return spark.read.option("basePath", base).parquet(*[literal_path(lake.file_uri(p)) for p in files])
 
 
 def convert(

@@ -15,9 +15,9 @@ from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.binding import resolve_column
 from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.format.root import DELETED
+from lakeseek.io.hadoop import literal_path
 from lakeseek.kinds.base import FILE_ID, KEY, ROW_FILE
 from lakeseek.locate import FILE
-from lakeseek.spark.paths import literal_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, DataFrameReader, SparkSession

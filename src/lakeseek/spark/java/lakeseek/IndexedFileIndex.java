@@ -54,7 +54,15 @@ final class IndexedFileIndex implements FileIndex {
       throw new IllegalArgumentException(candidates.substring(Planner.REFUSED.length()));
     }
     Set<String> keep = new HashSet<>(List.of(candidates.split("\u0000", -1)));
+    keep.remove("");  // no candidate at all
     String root = lake.rootPaths().head().toUri().getPath().replaceAll("/+$", "") + "/";
+    // The planner answers for the lake now; Spark's listing is the one it made when the relation
+    // was created. A candidate it does not hold means the lake changed since (an optimize or an
+    // overwrite may have replaced every file): list again rather than read a stale subset.
+    if (!keep.isEmpty() && !relative(lake.listFiles(emptyFilters(), emptyFilters()), root).containsAll(keep)) {
+      lake.refresh();
+      listed = lake.listFiles(partitionFilters, dataFilters);
+    }
     List<PartitionDirectory> kept = new ArrayList<>();
     for (PartitionDirectory directory : CollectionConverters.asJava(listed)) {
       List<FileStatusWithMetadata> files = new ArrayList<>();
@@ -69,6 +77,24 @@ final class IndexedFileIndex implements FileIndex {
       }
     }
     return CollectionConverters.asScala(kept).toList();
+  }
+
+  private static Seq<Expression> emptyFilters() {
+    return CollectionConverters.asScala(new ArrayList<Expression>()).toList();
+  }
+
+  /** The listed files' paths under {@code root}, relative to it (as the planner names them). */
+  private static Set<String> relative(Seq<PartitionDirectory> listed, String root) {
+    Set<String> found = new HashSet<>();
+    for (PartitionDirectory directory : CollectionConverters.asJava(listed)) {
+      for (FileStatusWithMetadata file : CollectionConverters.asJava(directory.files())) {
+        String path = file.getPath().toUri().getPath();
+        if (path.startsWith(root)) {
+          found.add(path.substring(root.length()));
+        }
+      }
+    }
+    return found;
   }
 
   @Override

@@ -1,4 +1,4 @@
-"""Paths as Spark (Hadoop) reads them."""
+"""Paths as Hadoop (and so Spark) reads them."""
 
 from __future__ import annotations
 
