@@ -240,13 +240,16 @@ class SortedReader(KindReader):
         for info in index.files:
             if not key_range.overlaps(info.min, info.max):
                 continue
-            footer = self._footer(index, info)
-            chunks = [
-                n
-                for n, (low, high) in enumerate(zip(footer.chunk_min, footer.chunk_max, strict=True))
-                if key_range.overlaps(low, high)
-            ]
-            entries = self._read_chunks(index, info, footer, chunks)
+            if key_range.covers(info.min, info.max) and info.chunks > 1:
+                entries = self._read_chunks(index, info, None, list(range(info.chunks)))  # whole: no footer needed
+            else:
+                footer = self._footer(index, info)
+                chunks = [
+                    n
+                    for n, (low, high) in enumerate(zip(footer.chunk_min, footer.chunk_max, strict=True))
+                    if key_range.overlaps(low, high)
+                ]
+                entries = self._read_chunks(index, info, footer, chunks)
             mask = key_range.mask(entries.column(KEY))
             if key_filter is not None:
                 mask = pc.and_(mask, pc.fill_null(key_filter(entries.column(KEY)), False))
@@ -254,15 +257,15 @@ class SortedReader(KindReader):
         return self._concat(index, found)
 
     # -- reading --------------------------------------------------------------------------------
-    def _read_chunks(self, index: ColumnIndex, info: IndexFileInfo, footer: IndexFileFooter, chunks: list[int]):
+    def _read_chunks(self, index: ColumnIndex, info: IndexFileInfo, footer: IndexFileFooter | None, chunks: list[int]):
         parts = self._decoded(index, info, footer, chunks)
         return pa.concat_tables([part.table for part in parts]) if parts else self._empty(index)
 
     def _decoded(
-        self, index: ColumnIndex, info: IndexFileInfo, footer: IndexFileFooter, chunks: list[int]
+        self, index: ColumnIndex, info: IndexFileInfo, footer: IndexFileFooter | None, chunks: list[int]
     ) -> list[_Entries]:
         """The entries of ``chunks`` of an index file, from the cache or read (the whole file in
-        one read when most of its chunks are wanted)."""
+        one read when most of its chunks are wanted: then ``footer`` may be None)."""
         path = self._path(info)
         if len(chunks) > SCAN_SHARE * info.chunks and info.chunks > 1:
             key = (id(self.storage), path, info.size, None)
@@ -271,6 +274,7 @@ class SortedReader(KindReader):
                 found = _Entries.of(read_entries(self.storage, path, info, index.key_type))
                 _DECODED.put(key, found)
             return [found]
+        assert footer is not None
         parts = []
         for chunk in chunks:
             key = (id(self.storage), path, info.size, chunk)
