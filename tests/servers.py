@@ -1,6 +1,7 @@
-"""Real object-store servers on loopback, for the tests: the S3 API of moto (in server mode)
-and Azurite (Azure Blob Storage). Each runs as its own process for the whole test session;
-moto's log has one line per request, so tests count requests on the wire."""
+"""Real servers on loopback, for the tests: the S3 API of moto (in server mode), Azurite
+(Azure Blob Storage), a Spark standalone cluster and ``lakeseek serve`` itself. Each runs as its
+own process, started and stopped by a fixture; moto's log has one line per request, so tests
+count requests on the wire."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,6 +92,36 @@ def start_moto(directory: Path) -> Server:
         "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
     }
     return Server("s3", process, port, log, options)
+
+
+def start_lakeseek_serve(
+    directory: Path, lakes: dict[str, str], *, token: str | None = None, workers: int = 2
+) -> Server:
+    """``lakeseek serve`` over ``lakes`` (name -> location), answering once its workers are up."""
+    port = free_port()
+    log = directory / "serve.log"
+    command = [str(Path(sys.executable).parent / "lakeseek"), "serve", "--port", str(port), "--workers", str(workers)]
+    for name, location in lakes.items():
+        command += ["--lake", f"{name}={location}"]
+    environment = {key: value for key, value in os.environ.items() if key != "LAKESEEK_TOKEN"}
+    if token is not None:
+        environment["LAKESEEK_TOKEN"] = token
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment)
+    server = Server("lakeseek", process, port, log)
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"lakeseek serve exited at start: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{server.endpoint}/healthz", timeout=5) as answer:
+                if answer.status == 200:
+                    return server
+        except OSError:
+            if time.monotonic() > deadline:
+                server.stop()
+                raise
+            time.sleep(0.1)
 
 
 def azurite_binary() -> str | None:

@@ -114,6 +114,27 @@ def test_an_unchanged_table_is_checked_with_one_listing_of_its_log(table, monkey
     assert lakeseek.open_index(table).lake_state().new  # a new version: its files are read
 
 
+def test_a_table_ahead_of_its_index_is_read_once_per_version(table, monkeypatch):
+    """A table that moved on since indexing has its files read on the first query at each new
+    version only: later queries at that version check its log (one listing) and stay exact."""
+    from lakeseek.sources.delta import DeltaSource
+
+    lakeseek.create_index(table, ["id"], engine="local")
+    index = lakeseek.open_index(table)
+    deltalake.write_deltalake(table, _rows(2000, 5), mode="append", partition_by=["region"])
+    snapshots = []
+    taken = DeltaSource.snapshot
+    monkeypatch.setattr(DeltaSource, "snapshot", lambda self, **kw: snapshots.append(1) or taken(self, **kw))
+    for _ in range(3):
+        assert index.read("id = 2003").column("id").to_pylist() == [2003]
+    assert len(snapshots) == 1
+    deltalake.write_deltalake(table, _rows(3000, 5), mode="append", partition_by=["region"])
+    for _ in range(3):
+        assert index.read("id = 3004").column("id").to_pylist() == [3004]
+        _assert_exact(index, table)
+    assert len(snapshots) == 2
+
+
 def test_what_lakeseek_does_not_read_yet_is_refused(tmp_path):
     path = str(tmp_path / "mapped")
     deltalake.write_deltalake(path, _rows(0, 5), configuration={"delta.columnMapping.mode": "name"})

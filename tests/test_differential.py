@@ -15,8 +15,10 @@ Predicates Spark rejects must be rejected by lakeseek too, with a LakeseekError.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import os
+import urllib.request
 from decimal import Decimal
 
 import pyarrow as pa
@@ -29,6 +31,7 @@ import lakeseek
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.spark import locate_spark, spark_schema, to_spark
+from tests.servers import start_lakeseek_serve
 
 pytestmark = pytest.mark.spark
 UTC = dt.timezone.utc
@@ -402,8 +405,9 @@ def test_locate_spark_pairs_only_keys_some_value_equals(differential_lake, spark
 
 # -- sequences of queries on one handle per front end --------------------------------------------
 @pytest.fixture(scope="module")
-def front_ends(differential_lake, spark, jvm_source):
-    """One long-lived handle per front end, reused by every query of every example.
+def front_ends(differential_lake, spark, jvm_source, tmp_path_factory):
+    """One long-lived handle per front end, reused by every query of every example, and one
+    ``lakeseek serve`` process (its workers keep their handles between requests).
 
     ``lakeseek`` is the JVM data source where a JDK is at hand (``jvm_source``), else the
     Python one: the views then test the Python source twice."""
@@ -411,11 +415,26 @@ def front_ends(differential_lake, spark, jvm_source):
     spark.read.format("lakeseek_python").load(differential_lake).createOrReplaceTempView("differential_python")
     spark.sql("DROP TABLE IF EXISTS differential_table")
     spark.sql(f"CREATE TABLE differential_table USING lakeseek OPTIONS (path '{differential_lake}')")
+    service = start_lakeseek_serve(tmp_path_factory.mktemp("differential-serve"), {"differential": differential_lake})
     yield {
         "index": lakeseek.open_index(differential_lake),
         "frame": spark.read.format("lakeseek").load(differential_lake),
+        "service": service.endpoint,
     }
+    service.stop()
     spark.sql("DROP TABLE IF EXISTS differential_table")
+
+
+def _served_ids(endpoint: str, where: str) -> list[int]:
+    """The ids of the rows ``lakeseek serve`` answers (an Arrow stream), through every index at once."""
+    request = urllib.request.Request(
+        f"{endpoint}/v1/lakes/differential/rows",
+        data=json.dumps({"where": where, "columns": ["id"]}).encode(),
+        headers={"Accept": "application/vnd.apache.arrow.stream", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return sorted(pa.ipc.open_stream(answer.read()).read_all().column("id").to_pylist())
 
 
 def _ids_of(frame) -> list[int]:
@@ -430,11 +449,14 @@ def _ids_of(frame) -> list[int]:
 )
 @given(st.lists(predicates, min_size=6, max_size=6), st.randoms(use_true_random=False))
 def test_query_sequences_on_one_handle_per_front_end(differential_lake, spark, front_ends, wheres, order):
-    """The same predicates in a random order on one Index, one DataFrame, two views and one
-    table: state kept between queries (pushed filters, listings, caches) must never leak."""
+    """The same predicates in a random order on one Index, one DataFrame, two views, one
+    table and the service: state kept between queries (pushed filters, listings, caches)
+    must never leak."""
     truth = dict(zip(wheres, _spark_truth(spark, wheres), strict=True))
     answered = [where for where in wheres if not isinstance(truth[where], Exception)]
-    steps = [(front_end, where) for where in answered for front_end in ("index", "to_spark", "frame", "views")]
+    steps = [
+        (front_end, where) for where in answered for front_end in ("index", "to_spark", "frame", "views", "service")
+    ]
     order.shuffle(steps)
     index, frame = front_ends["index"], front_ends["frame"]
     for front_end, where in steps:
@@ -445,9 +467,40 @@ def test_query_sequences_on_one_handle_per_front_end(differential_lake, spark, f
             got = _ids_of(to_spark(index, spark, where))
         elif front_end == "frame":
             got = _ids_of(frame.where(spark_where))
+        elif front_end == "service":
+            got = _served_ids(front_ends["service"], where)
         else:
             for view in ("differential_jvm", "differential_python", "differential_table"):
                 assert _ids_of(spark.sql(f"SELECT id FROM {view} WHERE {spark_where}")) == expected, (view, where)
                 assert spark.sql(f"SELECT count(*) AS n FROM {view}").first()["n"] == 9 * FILES, view
             continue
         assert got == expected, (front_end, where)
+
+
+SIGNED_ZEROS_AND_NANS = [
+    "f32 = 0.0",
+    "f32 IN (0.0E0)",
+    "f32 = -0.0",
+    "f64 = 0.0",
+    "f64 IN (-0.0, 1.0)",
+    "f32 = CAST('NaN' AS FLOAT)",
+    "f64 = CAST('NaN' AS DOUBLE)",
+    "f32 >= 0.0 AND f32 <= 0.0",
+    "f64 <> 0.0",
+    "(dec = 0.10) AND ((dec20 = 9007199254740993) AND (f32 IN (0.0E0)))",
+]
+
+
+@pytest.mark.parametrize("where", SIGNED_ZEROS_AND_NANS)
+def test_signed_zeros_and_nans_through_every_front_end(differential_lake, spark, front_ends, where):
+    """-0.0 equals 0.0 and NaN equals NaN (Spark's SQL): Spark's Parquet reader, filtering row
+    groups by their dictionaries, compared floats by their bits and dropped -0.0 for `= 0.0`."""
+    (expected,) = _spark_truth(spark, [where])
+    assert not isinstance(expected, Exception), expected
+    expected, spark_where = sorted(expected), to_spark_sql(where)
+    assert sorted(front_ends["index"].read(where, columns=["id"]).column("id").to_pylist()) == expected
+    assert _ids_of(to_spark(front_ends["index"], spark, where)) == expected
+    assert _ids_of(front_ends["frame"].where(spark_where)) == expected
+    for view in ("differential_jvm", "differential_python", "differential_table"):
+        assert _ids_of(spark.sql(f"SELECT id FROM {view} WHERE {spark_where}")) == expected, view
+    assert _served_ids(front_ends["service"], where) == expected

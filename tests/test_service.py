@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lakeseek
-from tests.servers import free_port
+from tests.servers import start_lakeseek_serve
 
 TOKEN = "s3cret-token"
 ARROW = "application/vnd.apache.arrow.stream"
@@ -74,33 +74,11 @@ def lakes(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def server(lakes, tmp_path_factory):
-    port = free_port()
-    log = tmp_path_factory.mktemp("serve-log") / "serve.log"
-    command = [str(Path(sys.executable).parent / "lakeseek"), "serve", "--port", str(port), "--workers", "2"]
-    for name, root in lakes.items():
-        command += ["--lake", f"{name}={root}"]
-    environment = {**os.environ, "LAKESEEK_TOKEN": TOKEN}
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"lakeseek serve exited at start: {log.read_text()[-2000:]}")
-        try:
-            if call(base, "GET", "/healthz", token=None)[0] == 200:
-                break
-        except OSError:
-            if time.monotonic() > deadline:
-                process.kill()
-                raise
-            time.sleep(0.1)
-    yield base
-    process.terminate()
-    try:
-        process.wait(20)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    served = start_lakeseek_serve(
+        tmp_path_factory.mktemp("serve-log"), {name: str(root) for name, root in lakes.items()}, token=TOKEN
+    )
+    yield served.endpoint
+    served.stop()
 
 
 def call(

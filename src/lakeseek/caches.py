@@ -48,6 +48,9 @@ class VersionCache:
         self._partition_types = Once()
         # The latest comparison with the lake and its schema: replaced whole, never changed in place.
         self.state: LakeState | None = None
+        # The latest comparison with a version of a source that names its versions (a table
+        # format): a version's files never change, so its comparison holds while it is the latest.
+        self.state_at_version: tuple[str, LakeState] | None = None
         self.schema_of: tuple[LakeState, pa.Schema] | None = None
 
     def unchanged_state(self) -> LakeState:

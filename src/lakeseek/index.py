@@ -421,14 +421,24 @@ class Index:
 
     def _current_state(self) -> LakeState:
         """A source with versions is asked its version first: at the version the index
-        recorded, the lake is what the index covers (no listing); otherwise, its snapshot."""
+        recorded, the lake is what the index covers (no listing); otherwise, its snapshot,
+        taken once per version of the source (a version's files never change)."""
         recorded = self.root.source_version
-        if recorded is not None and self.lake.version(recorded) == recorded:
-            try:
-                return self._version.unchanged_state()
-            except IndexCorruptError as error:
-                self._unusable(error)  # the snapshot then reads every file: never a wrong answer
-        return self._state_of(self._snapshot())
+        if recorded is not None:
+            now = self.lake.version(recorded)
+            taken = self._version.state_at_version
+            if now == recorded:
+                try:
+                    return self._version.unchanged_state()
+                except IndexCorruptError as error:
+                    self._unusable(error)  # the snapshot then reads every file: never a wrong answer
+            elif taken is not None and taken[0] == now:
+                return taken[1]
+        snapshot = self._snapshot()
+        state = self._state_of(snapshot)
+        if snapshot.version is not None:
+            self._version.state_at_version = (snapshot.version, state)
+        return state
 
     def _snapshot(self) -> Snapshot:
         return self.lake.snapshot(exclude=self.location.home)

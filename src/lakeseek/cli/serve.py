@@ -90,4 +90,6 @@ def serve(
         log_level="warning",
         access_log=False,
     )
+
+
 COMMANDS = [serve]

@@ -228,6 +228,7 @@ def _checksum(entry: bytes) -> int:
     found = _CHECKSUM.match(entry)
     return int(found.group(1)) if found else 0
 
+
 # Log entries parsed in this process, the latest few, by their storage, path, listed size and
 # modification time, and first bytes. An entry is created once (put-if-absent) and never
 # rewritten, so its path names its content for as long as it exists; the rest tells a log

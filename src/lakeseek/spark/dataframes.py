@@ -17,6 +17,7 @@ from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.format.root import DELETED
 from lakeseek.io.hadoop import literal_path
 from lakeseek.kinds.base import FILE_ID, KEY, ROW_FILE
+from lakeseek.lake.formats import PARQUET
 from lakeseek.locate import FILE
 
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
 
     state = index.lake_state()
     schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
-    covered = index.covered_read(index.bind(where, state), columns, state)
+    predicate = index.bind(where, state)
+    covered = index.covered_read(predicate, columns, state)
     if covered is not None:
         rows = covered[0]
         return spark.createDataFrame(rows, StructType([schema[name] for name in rows.column_names]))
@@ -59,7 +61,10 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
     else:
         # basePath is taken as it is, never as a glob pattern.
         reader = spark.read.schema(schema).option("basePath", index.lake.uri)
-        frame = read_files(spark, index.lake, reader, chosen.files, state.files).where(to_spark_sql(where))
+        lake_schema = index.schema_of(state)
+        floats = any(pa.types.is_floating(field.type) for field in lake_schema if field.name in predicate.columns())
+        frame = read_files(spark, index.lake, reader, chosen.files, state.files, floats_filtered=floats)
+        frame = frame.where(to_spark_sql(where))
     return (
         frame if columns is None else frame.select(*(resolve_column(c, index.schema_of(state)).name for c in columns))
     )
@@ -75,7 +80,7 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
     groups a filter on it excludes. A carried column whose type the lake changed since
     indexing is left out until a refresh."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, StructField, StructType
+    from pyspark.sql.types import DoubleType, FloatType, IntegerType, StructField, StructType
 
     state = index.lake_state()
     column = index.locate_column(column, state)
@@ -87,11 +92,12 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
     paths, carried = found
     schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
     carried_schema = StructType([schema[name] for name in carried if index.serves(name, state)])
+    floats = any(isinstance(field.dataType, FloatType | DoubleType) for field in carried_schema.fields)
     parts = []
     if paths:
         uris = [literal_path(index.storage.uri(f"{index.index_dir}/{path}")) for path in paths]
         with_file = StructType([*carried_schema.fields, StructField(ROW_FILE, IntegerType())])
-        rows = spark.read.schema(with_file).parquet(*uris)
+        rows = PARQUET.spark_read(spark.read.schema(with_file), uris, floats_filtered=floats)
         if index.root.lineage.removed or state.removed or state.changed:
             # Rows of files removed or rewritten since (kept by the row files until a full optimize).
             live = spark.createDataFrame(pa.table({ROW_FILE: pa.array(list(state.indexed), pa.int32())}))
@@ -99,7 +105,7 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
         parts.append(rows.drop(ROW_FILE))
     if state.unindexed:
         reader = spark.read.schema(schema).option("basePath", index.lake.uri)
-        frame = read_files(spark, index.lake, reader, sorted(state.unindexed), state.files)
+        frame = read_files(spark, index.lake, reader, sorted(state.unindexed), state.files, floats_filtered=floats)
         parts.append(frame.select(*carried_schema.fieldNames()))
     if not parts:
         return spark.createDataFrame([], carried_schema)
@@ -107,19 +113,29 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
 
 
 def read_files(
-    spark: SparkSession, lake: LakeSource, reader: DataFrameReader, files: list[str], stamps: Mapping[str, Stamp]
+    spark: SparkSession,
+    lake: LakeSource,
+    reader: DataFrameReader,
+    files: list[str],
+    stamps: Mapping[str, Stamp],
+    *,
+    floats_filtered: bool = True,
 ) -> DataFrame:
     """Spark's reader of the lake's format (``reader``: schema and options set) over these
     files of the lake, without the rows the lake deleted from them (see
     :meth:`lakeseek.sources.base.LakeSource.deleted_rows`): those are told apart by the row's
-    position in its Parquet file (``_metadata.row_index``)."""
+    position in its Parquet file (``_metadata.row_index``). ``floats_filtered``: whether the
+    query may filter on a floating-point column (see DataFormat.spark_read)."""
     from pyspark.sql import functions as F
+
+    def spark_read(uris: list[str]) -> DataFrame:
+        return lake.data_format.spark_read(reader, uris, floats_filtered=floats_filtered)
 
     deleted = {path: rows for path in files if (rows := lake.deleted_rows(path, stamps.get(path))) is not None}
     whole = [literal_path(lake.file_uri(path)) for path in files if path not in deleted]
-    frames = [lake.data_format.spark_read(reader, whole)] if whole else []
+    frames = [spark_read(whole)] if whole else []
     for path, rows in deleted.items():
-        frame = lake.data_format.spark_read(reader, [literal_path(lake.file_uri(path))])
+        frame = spark_read([literal_path(lake.file_uri(path))])
         positions = spark.createDataFrame(pa.table({_ROW: pa.array(rows, pa.int64())}))
         with_positions = frame.withColumn(_ROW, F.col("_metadata.row_index"))
         frames.append(with_positions.join(F.broadcast(positions), _ROW, "left_anti").drop(_ROW))
@@ -176,7 +192,8 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
     schema = spark_schema(index) if unindexed else None
     for path in unindexed:
         uri = lake.file_uri(path)
-        rows = read_files(spark, lake, spark.read.option("basePath", base).schema(schema), [path], state.files)
+        reader = spark.read.option("basePath", base).schema(schema)
+        rows = read_files(spark, lake, reader, [path], state.files, floats_filtered=False)  # joined, not filtered
         values = rows.select(F.col(column).alias(KEY)).distinct()
         held = values.join(_exactly_as(wanted, values.schema[KEY].dataType), KEY).withColumn(FILE, F.lit(uri))
         parts.append(held)

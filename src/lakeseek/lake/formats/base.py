@@ -101,9 +101,10 @@ class DataFormat(ABC):
         return dataset
 
     @abstractmethod
-    def spark_read(self, reader: Any, uris: list[str]) -> Any:
+    def spark_read(self, reader: Any, uris: list[str], *, floats_filtered: bool = True) -> Any:
         """The DataFrame Spark's own reader (``reader``: a DataFrameReader with the schema set)
-        gives over the files ``uris``, for the same rows lakeseek reads."""
+        gives over the files ``uris``, for the same rows lakeseek reads; ``floats_filtered``:
+        whether the query may filter on a floating-point column."""
 
 
 _FORMATS: dict[str, DataFormat] = {}

@@ -42,7 +42,7 @@ class CsvFormat(TextFormat):
             parse_options=_PARSE, convert_options=_convert_options({field.name: field.type for field in schema})
         )
 
-    def spark_read(self, reader: Any, uris: list[str]) -> Any:
+    def spark_read(self, reader: Any, uris: list[str], *, floats_filtered: bool = True) -> Any:
         # enforceSchema off: Spark checks each file's header against the schema's names rather
         # than reading columns by position, so a file with its columns in another order fails
         # instead of reading wrong. The other options read the files as described above.

@@ -25,7 +25,7 @@ class JsonFormat(TextFormat):
         options = pajson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="ignore")
         return ds.JsonFileFormat(parse_options=options)
 
-    def spark_read(self, reader: Any, uris: list[str]) -> Any:
+    def spark_read(self, reader: Any, uris: list[str], *, floats_filtered: bool = True) -> Any:
         return reader.json(uris)
 
 

@@ -13,6 +13,21 @@ import pyarrow.parquet as pq
 from lakeseek.lake.datetimes import file_rebase, open_parquet, parquet_format, spark_arrow_schema, spark_view
 from lakeseek.lake.formats.base import ColumnStatistics, DataFile, DataFormat, register_format
 
+# Spark's Parquet reader (parquet-mr) skips row groups by their statistics, dictionaries, page
+# indexes and bloom filters, all wrong for floating point by SQL's rules: statistics leave NaN
+# out (Spark's NaN equals NaN and is above every number), and dictionaries and bloom filters
+# compare bits (-0.0 is not 0.0). A query filtering a floating-point column is read with none of
+# them. (The JVM data source instead pushes no such filter: lakeseek/ExactParquetFileFormat.java.)
+SPARK_FLOAT_SAFE_OPTIONS = {
+    f"parquet.filter.{name}.enabled": "false" for name in ("stats", "dictionary", "columnindex", "bloom")
+}
+
+
+def spark_filterable(schema: pa.Schema) -> list[str]:
+    """The columns of ``schema`` a file lakeseek writes for Spark to read keeps statistics and
+    dictionaries of: all but the floating-point ones (see ``SPARK_FLOAT_SAFE_OPTIONS``)."""
+    return [field.name for field in schema if not pa.types.is_floating(field.type)]
+
 
 class ParquetFile(DataFile):
     def __init__(self, file: pq.ParquetFile) -> None:
@@ -93,8 +108,8 @@ class ParquetFormat(DataFormat):
     def view(self, dataset: ds.FileSystemDataset) -> Any:
         return spark_view(dataset)
 
-    def spark_read(self, reader: Any, uris: list[str]) -> Any:
-        return reader.parquet(*uris)
+    def spark_read(self, reader: Any, uris: list[str], *, floats_filtered: bool = True) -> Any:
+        return (reader.options(**SPARK_FLOAT_SAFE_OPTIONS) if floats_filtered else reader).parquet(*uris)
 
 
 PARQUET = register_format(ParquetFormat())

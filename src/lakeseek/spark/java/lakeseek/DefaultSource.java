@@ -118,7 +118,7 @@ public final class DefaultSource implements RelationProvider, SchemaRelationProv
         parquet.partitionSchema(),
         parquet.dataSchema(),
         parquet.bucketSpec(),
-        parquet.fileFormat(),
+        new ExactParquetFileFormat(),
         parquet.options(),
         parquet.sparkSession());
   }
