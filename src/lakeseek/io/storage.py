@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
@@ -229,6 +229,16 @@ class Storage:
             data = f.read_at(length, offset)
         self._count(IOStats.add_read, len(data))
         return data
+
+    def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """The ``(offset, length)`` ranges of one file, in order, read at once: a store that can
+        fetches them in parallel and merges nearby ones (one request costs far more there than
+        the bytes between two ranges)."""
+        with self.fs.open_input_file(path) as f:
+            found = [f.read_at(length, offset) for offset, length in ranges]
+        for data in found:
+            self._count(IOStats.add_read, len(data))
+        return found
 
     def open_input(self, path: str, size: int | None = None) -> pa.NativeFile:
         """A file to read at random, for pyarrow's readers (a data file's footer). ``size``, when

@@ -15,7 +15,7 @@ import bisect
 import itertools
 import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -327,11 +327,25 @@ def read_footer(
 
 def read_chunk(storage: Storage, path: str, footer: IndexFileFooter, chunk: int) -> pa.Table:
     """Read one chunk (row group) with one ranged read, verifying page checksums."""
-    start, end = footer.chunk_span(chunk)
+    return read_chunks(storage, path, footer, [chunk])[0]
+
+
+def read_chunks(storage: Storage, path: str, footer: IndexFileFooter, chunks: Sequence[int]) -> list[pa.Table]:
+    """Read chunks (row groups) of one index file at once (one ranged read each, which an
+    object store issues in parallel), verifying page checksums."""
+    if not chunks:
+        return []
+    spans = [footer.chunk_span(chunk) for chunk in chunks]
     try:
-        data = storage.read_range(path, start, end - start)
+        parts = storage.read_ranges(path, [(start, end - start) for start, end in spans])
     except FileNotFoundError as error:
         raise IndexCorruptError(f"index file {path} is missing") from error
+    read = zip(chunks, spans, parts, strict=True)
+    return [_decoded_chunk(path, footer, chunk, span, data) for chunk, span, data in read]
+
+
+def _decoded_chunk(path: str, footer: IndexFileFooter, chunk: int, span: tuple[int, int], data: bytes) -> pa.Table:
+    start, end = span
     if len(data) != end - start:
         raise IndexCorruptError(f"index file {path} is truncated")
     # pyarrow addresses the chunk by its offsets in the file: place the bytes there in an

@@ -38,7 +38,7 @@ from lakeseek.io import Storage, carrying_counters
 from lakeseek.kinds.base import LOCATION_SHIFT, REPAIR, Condition, KindReader, Lookup, Pattern, Range, Values
 from lakeseek.kinds.keys import KeyRange, bound_key, is_nanoseconds
 from lakeseek.kinds.sorted_index.content import ColumnIndex, Segment, SortedIndex
-from lakeseek.kinds.sorted_index.cost import SCAN_SHARE, chunks_for_share, estimate_files, key_share
+from lakeseek.kinds.sorted_index.cost import chunks_for_share, estimate_files, key_share, reads_whole
 from lakeseek.kinds.sorted_index.filters import read_filter_bytes, read_filters
 from lakeseek.kinds.sorted_index.index_file import (
     FILE_ID,
@@ -48,6 +48,7 @@ from lakeseek.kinds.sorted_index.index_file import (
     IndexFileInfo,
     entry_schema,
     read_chunk,
+    read_chunks,
     read_entries,
     read_footer,
 )
@@ -267,25 +268,24 @@ class SortedReader(KindReader):
         """The entries of ``chunks`` of an index file, from the cache or read (the whole file in
         one read when most of its chunks are wanted: then ``footer`` may be None)."""
         path = self._path(info)
-        if len(chunks) > SCAN_SHARE * info.chunks and info.chunks > 1:
-            key = (id(self.storage), path, info.size, None)
-            found = _DECODED.get(key)
+        whole = (id(self.storage), path, info.size, None)
+        if reads_whole(info, len(chunks)):
+            found = _DECODED.get(whole)
             if found is None:
                 found = _Entries.of(read_entries(self.storage, path, info, index.key_type))
-                _DECODED.put(key, found)
+                _DECODED.put(whole, found)
             return [found]
         assert footer is not None
-        parts = []
+        parts: dict[int, _Entries] = {}
         for chunk in chunks:
-            key = (id(self.storage), path, info.size, chunk)
-            found = _DECODED.get(key) or _DECODED.get((id(self.storage), path, info.size, None))
-            if found is None:
-                found = _Entries.of(read_chunk(self.storage, path, footer, chunk), chunk)
-                _DECODED.put(key, found)
-            elif found.chunk is None:  # the whole file is decoded: its part holding the chunk
-                found = found.part(footer, chunk)
-            parts.append(found)
-        return parts
+            found = _DECODED.get((id(self.storage), path, info.size, chunk)) or _DECODED.get(whole)
+            if found is not None:  # a whole file decoded: its part holding the chunk
+                parts[chunk] = found if found.chunk is not None else found.part(footer, chunk)
+        missing = [chunk for chunk in chunks if chunk not in parts]
+        for chunk, table in zip(missing, read_chunks(self.storage, path, footer, missing), strict=True):
+            parts[chunk] = _Entries.of(table, chunk)
+            _DECODED.put((id(self.storage), path, info.size, chunk), parts[chunk])
+        return [parts[chunk] for chunk in chunks]
 
     def _empty(self, index: ColumnIndex) -> pa.Table:
         return entry_schema(index.key_type, self.row_groups).empty_table()
