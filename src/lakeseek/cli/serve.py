@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
+import tempfile
 
 import click
 
@@ -79,17 +82,23 @@ def serve(
             open_indexes(open_lake(lake.location, source_format=lake.source_format))
         except LakeseekError as error:
             raise InvalidArgumentError(f"lake '{name}': {error}") from error
-    os.environ[ENVIRONMENT] = config.to_json()
+    # Several workers publish their metrics to a directory, so that a scrape of any sums them all.
+    metrics_dir = tempfile.mkdtemp(prefix="lakeseek-metrics-") if workers > 1 else None
+    os.environ[ENVIRONMENT] = dataclasses.replace(config, metrics_dir=metrics_dir).to_json()
     stderr.print(f"serving {', '.join(sorted(lakes))} on http://{host}:{port} ({workers} worker(s))", markup=False)
-    uvicorn.run(
-        "lakeseek.service.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="warning",
-        access_log=False,
-    )
+    try:
+        uvicorn.run(
+            "lakeseek.service.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="warning",
+            access_log=False,
+        )
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 COMMANDS = [serve]

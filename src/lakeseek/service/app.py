@@ -63,7 +63,7 @@ def create_app(config: ServiceConfig | None = None) -> Starlette:
     if config.cache_mb is not None:
         CACHES["index entries"].capacity = config.cache_mb << 20
     lakes = Lakes(config.lakes, config.index_check_seconds)
-    metrics = Metrics(lakes)
+    metrics = Metrics(lakes, config.metrics_dir)
 
     def route(path: str, name: str, handler: Handler, methods: list[str], *, in_thread: bool = True) -> Route:
         async def answer(request: Request) -> Response:

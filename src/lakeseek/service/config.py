@@ -28,6 +28,7 @@ class ServiceConfig:
     max_rows: int = 1_000_000  # rows one read may return
     index_check_seconds: float = 0.0  # how long an index's version is trusted (0: checked per request)
     cache_mb: int | None = None  # decoded index entries kept per worker (default: $LAKESEEK_INDEX_CACHE_MB or 256)
+    metrics_dir: str | None = None  # where workers publish their metrics for each other's scrapes
 
     def __post_init__(self) -> None:
         if not self.lakes:
