@@ -13,7 +13,6 @@ crossover share k/n per storage and writes benchmarks/results/seek_scan.{md,json
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from lakeseek.index import open_index
 from lakeseek.io import storage_for
 from lakeseek.kinds.sorted_index.cost import reads_whole
 from lakeseek.kinds.sorted_index.index_file import read_chunk, read_chunks, read_entries, read_footer
-from measure import lake_parser, save_results, say
+from measure import lake_parser, median_ms, save_results, say
 
 SHARES = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0)
 REPEATS = 5
@@ -72,13 +71,13 @@ def _measure(storage, index_dir: str, infos, key_type) -> dict:
 
 def _measure_file(storage, path: str, info, key_type) -> list[dict]:
     footer = read_footer(storage, path, info, key_type, False)
-    whole = _median_ms(lambda: read_entries(storage, path, info, key_type))
+    whole = median_ms(lambda: read_entries(storage, path, info, key_type), REPEATS)
     rows = []
     for share in SHARES:
         count = max(1, round(share * info.chunks))
         chunks = [round(i * info.chunks / count) for i in range(count)]
-        one_by_one = _median_ms(lambda chunks=chunks: [read_chunk(storage, path, footer, c) for c in chunks])
-        seek = _median_ms(lambda chunks=chunks: read_chunks(storage, path, footer, chunks))
+        one_by_one = median_ms(lambda chunks=chunks: [read_chunk(storage, path, footer, c) for c in chunks], REPEATS)
+        seek = median_ms(lambda chunks=chunks: read_chunks(storage, path, footer, chunks), REPEATS)
         rows.append(
             {
                 "file": info.path,
@@ -91,16 +90,6 @@ def _measure_file(storage, path: str, info, key_type) -> list[dict]:
             }
         )
     return rows
-
-
-def _median_ms(action) -> float:
-    action()
-    times = []
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1000
 
 
 class _moto:
