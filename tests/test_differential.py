@@ -248,6 +248,7 @@ _LIKE_PATTERNS = ["a%", "a\\%", "a\\\\b", "a_", "%b", "%", "it''s", "a\\_%", "_"
 
 
 _INTEGER_COLUMNS = ["i32", "i64", "wide", "mixed"]
+_FLOAT_COLUMNS = ["f32", "f64"]
 
 
 def _comparison(name: str) -> st.SearchStrategy[str]:
@@ -268,6 +269,10 @@ def _comparison(name: str) -> st.SearchStrategy[str]:
     if name in _INTEGER_COLUMNS:  # one column against another, NULL-safe or not
         others = st.sampled_from(_INTEGER_COLUMNS)
         operators = st.sampled_from(["=", "<", "<=>", "IS DISTINCT FROM", "IS NOT DISTINCT FROM"])
+        choices.append(st.tuples(operators, others).map(lambda p: f"{name} {p[0]} {p[1]}"))
+    if name in _FLOAT_COLUMNS:  # NaN equals NaN and is above every number; -0.0 equals 0.0
+        others = st.sampled_from([*_FLOAT_COLUMNS, "i32"])
+        operators = st.sampled_from(["=", "<>", "<", "<=", ">", ">=", "<=>", "IS DISTINCT FROM"])
         choices.append(st.tuples(operators, others).map(lambda p: f"{name} {p[0]} {p[1]}"))
     if pa.types.is_string(TYPES[name]):
         choices.append(st.sampled_from(_LIKE_PATTERNS).map(lambda p: f"{name} LIKE '{p}'"))
@@ -488,13 +493,22 @@ SIGNED_ZEROS_AND_NANS = [
     "f32 >= 0.0 AND f32 <= 0.0",
     "f64 <> 0.0",
     "(dec = 0.10) AND ((dec20 = 9007199254740993) AND (f32 IN (0.0E0)))",
+    "f64 = f64",
+    "f64 <> f64",
+    "f32 = f64",
+    "f32 < f64",
+    "f64 >= f32",
+    "NOT (f32 > f64)",
+    "f32 <=> f64",
+    "f32 <= i32 OR f64 IS DISTINCT FROM f32",
 ]
 
 
 @pytest.mark.parametrize("where", SIGNED_ZEROS_AND_NANS)
 def test_signed_zeros_and_nans_through_every_front_end(differential_lake, spark, front_ends, where):
-    """-0.0 equals 0.0 and NaN equals NaN (Spark's SQL): Spark's Parquet reader, filtering row
-    groups by their dictionaries, compared floats by their bits and dropped -0.0 for `= 0.0`."""
+    """-0.0 equals 0.0, NaN equals NaN and is above every number (Spark's SQL): Spark's Parquet
+    reader, filtering row groups by their dictionaries, compared floats by their bits and
+    dropped -0.0 for `= 0.0`; two columns were compared by IEEE's rules (NaN = NaN false)."""
     (expected,) = _spark_truth(spark, [where])
     assert not isinstance(expected, Exception), expected
     expected, spark_where = sorted(expected), to_spark_sql(where)

@@ -241,7 +241,26 @@ def _column_comparison(predicate: ColumnComparison, schema: pa.Schema) -> pc.Exp
         left = _cast(left, left_type, compared)
     if compared != right_type:
         right = _cast(right, right_type, compared)
+    if pa.types.is_floating(compared):
+        return _float_columns_comparison(predicate.op, left, right)
     return _OPERATORS[predicate.op](left, right)
+
+
+def _float_columns_comparison(op: str, left: pc.Expression, right: pc.Expression) -> pc.Expression:
+    """``left <op> right`` where NaN = NaN and NaN > every number (Spark's order), NULL when
+    either side is NULL."""
+    if op in (">", ">="):
+        return _float_columns_comparison("<" if op == ">" else "<=", right, left)
+    left_nan, right_nan = pc.is_nan(left), pc.is_nan(right)
+    if op in ("=", "<>"):
+        equal = (left == right) | (left_nan & right_nan)
+        compared = equal if op == "=" else ~equal
+    elif op == "<":
+        compared = ~left_nan & (right_nan | (left < right))
+    else:
+        compared = right_nan | (~left_nan & (left <= right))
+    # Kleene logic would make NaN < NULL FALSE (FALSE AND NULL): SQL says NULL.
+    return pc.if_else(left.is_null() | right.is_null(), _UNKNOWN, compared)
 
 
 def _float_comparison(op: str, field: pc.Expression, value: float, column_type: pa.DataType) -> pc.Expression:
