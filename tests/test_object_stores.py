@@ -10,6 +10,7 @@ import random
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import pyarrow.fs as pafs
 import pytest
 
 import lakeseek
@@ -103,6 +104,28 @@ def test_the_whole_life_of_an_index_in_an_object_store(bucket, tmp_path):
     assert latest.version == optimized.version and latest.status().problems == []
     _assert_exact(latest, local, lake)
     assert [entry.operation for entry in latest.history()] == ["optimize full"]  # vacuum kept the latest only
+
+
+@pytest.mark.parametrize("kept", [10, 0.5])
+def test_an_index_file_cut_short_in_an_object_store_reads_every_file(bucket, tmp_path, kept):
+    """A truncated index file is damage the index reports, never an error or a missing row,
+    even when the footer it records lies past the object's end (a store answers 416)."""
+    local = str(tmp_path / "lake")
+    make_typed_lake(local, files_per_region=2, rows_per_file=120)
+    lake = bucket.upload(local, "lake")
+    index = lakeseek.create_index(lake, ["id", "name", "code"], engine="local", storage_options=bucket.options)
+    listed = bucket.fs.get_file_info(pafs.FileSelector(f"{bucket.name}/lake/_lakeseek", recursive=True))
+    index_files = [info.path for info in listed if "/data/" in info.path and info.path.endswith(".parquet")]
+    assert index_files
+    for path in index_files:
+        with bucket.fs.open_input_file(path) as source:
+            data = source.read()
+        with bucket.fs.open_output_stream(path) as out:
+            out.write(data[: kept if isinstance(kept, int) else len(data) // 2])
+    clear_cache()
+    damaged = lakeseek.open_index(lake, storage_options=bucket.options)
+    _assert_exact(damaged, local, lake)
+    assert not damaged.plan("id = 5").index_used and index.version == damaged.version
 
 
 def test_a_lookup_on_s3_reads_the_index_in_three_gets_and_makes_no_head(s3_server, tmp_path):

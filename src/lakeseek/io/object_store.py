@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 import obstore
 import pyarrow as pa
 import pyarrow.fs as pafs
-from obstore.exceptions import AlreadyExistsError
+from obstore.exceptions import AlreadyExistsError, GenericError
 
 from lakeseek.exceptions import LakeseekError
 from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, visible_files
@@ -116,18 +116,38 @@ class ObjectStorage(Storage):
         return data
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
-        data = obstore.get_range(self.store, self._key(path), start=offset, length=length).to_bytes()
+        key = self._key(path)
+        try:
+            data = obstore.get_range(self.store, key, start=offset, length=length).to_bytes()
+        except GenericError:
+            data = self._past_the_end(key, offset, length)
+            if data is None:
+                raise
         self._count(IOStats.add_read, len(data))
         return data
 
     def read_ranges(self, path: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         starts, lengths = [offset for offset, _ in ranges], [length for _, length in ranges]
-        found = [
-            part.to_bytes() for part in obstore.get_ranges(self.store, self._key(path), starts=starts, lengths=lengths)
-        ]
+        try:
+            parts = obstore.get_ranges(self.store, self._key(path), starts=starts, lengths=lengths)
+        except GenericError:
+            return [self.read_range(path, offset, length) for offset, length in ranges]
+        found = [part.to_bytes() for part in parts]
         for data in found:
             self._count(IOStats.add_read, len(data))
         return found
+
+    def _past_the_end(self, key: str, offset: int, length: int) -> bytes | None:
+        """What a file system reads of a range reaching past the object's end (a truncated
+        file: a store answers 416 or a short body, which obstore raises): the bytes there are,
+        for the caller to tell the damage by their length. None: the range was within the object."""
+        self._count(IOStats.add_head)
+        size = obstore.head(self.store, key)["size"]
+        if offset + length <= size:
+            return None
+        if offset >= size:
+            return b""
+        return obstore.get_range(self.store, key, start=offset, length=size - offset).to_bytes()
 
     def open_input(self, path: str, size: int | None = None) -> pa.NativeFile:
         """The object as a file whose reads are ranged GETs (one HEAD first when ``size`` is unknown)."""
