@@ -10,7 +10,9 @@ through ``decimal(20, 0)`` (the direct cast refuses statistics beyond 2^53; both
 correctly), and when a file holds a zoned timestamp column in another unit *and* zone than
 the lake's, the statistics have no comparison kernel: such a read is made again with the
 timestamp columns wrapped in a cast, which the statistics cannot simplify (it costs that
-read its row-group pruning, only then).
+read its row-group pruning, only then). So are reads of files whose stored Arrow schema says
+``string_view`` or ``binary_view`` (deltalake's delete, update and merge write them): pyarrow
+compares such a column with no string literal, but casts it to the lake's type.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ _OPERATORS = {
 def to_arrow(predicate: Predicate, schema: pa.Schema, *, guarded: bool = False) -> pc.Expression:
     """A pyarrow expression keeping exactly the rows for which ``predicate`` is TRUE.
 
-    ``guarded``: timestamp columns compared through a cast that row-group statistics cannot
-    simplify (see the module's note)."""
+    ``guarded``: timestamp, string and binary columns compared through a cast to the lake's
+    type, which row-group statistics cannot simplify (see the module's note)."""
     if isinstance(predicate, Constant):
         return _UNKNOWN if predicate.value is None else pc.scalar(predicate.value)
     if isinstance(predicate, And):
@@ -52,11 +54,8 @@ def to_arrow(predicate: Predicate, schema: pa.Schema, *, guarded: bool = False) 
     if isinstance(predicate, Not):
         return ~to_arrow(predicate.operand, schema, guarded=guarded)
     if isinstance(predicate, ColumnComparison):
-        return _column_comparison(predicate, schema)
-    field = pc.field(predicate.column)
-    column_type = value_type(schema.field(predicate.column).type)
-    if guarded and pa.types.is_timestamp(column_type):
-        field = field.cast(column_type)
+        return _column_comparison(predicate, schema, guarded)
+    field, column_type = _field(predicate.column, schema, guarded)
     if isinstance(predicate, IsNull):
         return field.is_null()
     if isinstance(predicate, Like):
@@ -107,7 +106,7 @@ def _read_filtered(
         try:
             return dataset.to_table(columns=columns, filter=to_arrow(predicate, schema))
         except pa.ArrowNotImplementedError:
-            if not _compares_timestamps(predicate, schema):
+            if not _guardable(predicate, schema):
                 raise
             return dataset.to_table(columns=columns, filter=to_arrow(predicate, schema, guarded=True))
     wanted = columns if columns is not None else dataset.schema.names
@@ -205,7 +204,7 @@ def _filtered_batches(
     try:
         first = next(batches, None)
     except pa.ArrowNotImplementedError:
-        if not _compares_timestamps(predicate, schema):
+        if not _guardable(predicate, schema):
             raise
         batches = dataset.to_batches(columns=columns, filter=to_arrow(predicate, schema, guarded=True))
         first = next(batches, None)
@@ -214,8 +213,8 @@ def _filtered_batches(
         yield from batches
 
 
-def _compares_timestamps(predicate: Predicate, schema: pa.Schema) -> bool:
-    return any(pa.types.is_timestamp(value_type(schema.field(column).type)) for column in predicate.columns())
+def _guardable(predicate: Predicate, schema: pa.Schema) -> bool:
+    return any(_guarded_type(value_type(schema.field(column).type)) for column in predicate.columns())
 
 
 def _cast(field: pc.Expression, column_type: pa.DataType, compared: pa.DataType) -> pc.Expression:
@@ -232,11 +231,26 @@ def _comparisons(predicate: Predicate) -> int:
     return 1
 
 
-def _column_comparison(predicate: ColumnComparison, schema: pa.Schema) -> pc.Expression:
-    left_type = value_type(schema.field(predicate.left).type)
-    right_type = value_type(schema.field(predicate.right).type)
+def _field(column: str, schema: pa.Schema, guarded: bool) -> tuple[pc.Expression, pa.DataType]:
+    """The column as an expression, and its type (of the values, for a dictionary column)."""
+    field, column_type = pc.field(column), value_type(schema.field(column).type)
+    if guarded and _guarded_type(column_type):
+        field = field.cast(column_type)
+    return field, column_type
+
+
+_GUARDED_KINDS = (pa.types.is_timestamp, pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
+                  pa.types.is_large_binary)  # fmt: skip
+
+
+def _guarded_type(column_type: pa.DataType) -> bool:
+    return any(kind(column_type) for kind in _GUARDED_KINDS)
+
+
+def _column_comparison(predicate: ColumnComparison, schema: pa.Schema, guarded: bool) -> pc.Expression:
+    left, left_type = _field(predicate.left, schema, guarded)
+    right, right_type = _field(predicate.right, schema, guarded)
     compared = common_type(left_type, right_type)
-    left, right = pc.field(predicate.left), pc.field(predicate.right)
     if compared != left_type:
         left = _cast(left, left_type, compared)
     if compared != right_type:
