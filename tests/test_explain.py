@@ -8,12 +8,14 @@ import pytest
 from click.testing import CliRunner
 
 import lakeseek
+from lakeseek.caches import clear_cache
 from lakeseek.cli.main import main
 
 pytestmark = pytest.mark.spark
 
 
 def test_explain_a_needle(typed_lake):
+    clear_cache()  # a cold lookup: what earlier tests decoded is not reused
     index = lakeseek.open_index(typed_lake)
     result = index.explain("id = 200 AND score > 0", analyze=True)
     assert result.index_used and result.columns_used == ("id",)
