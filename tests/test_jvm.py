@@ -179,3 +179,34 @@ def test_lake_paths_spark_and_python_must_read_alike(registered, tmp_path, monke
     monkeypatch.chdir(tmp_path)  # Python's working directory moves, the JVM's cannot
     relative = os.path.relpath(tmp_path / "lake#x", jvm_directory)
     assert registered.read.format("lakeseek").load(relative).where("id = 21").count() == 1
+
+
+def test_a_table_and_a_view_read_the_lake_as_it_is_now(registered, tmp_path):
+    """A table or a view USING lakeseek keeps its relation between queries: a query the index
+    cannot narrow still reads the files added since and not those removed (a Parquet table
+    would need REFRESH TABLE)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    for number in range(2):
+        pq.write_table(
+            pa.table({"id": [number * 10, number * 10 + 1], "f": [0.5, 1.5]}), lake / f"part-{number}.parquet"
+        )
+    lakeseek.create_index(str(lake), ["id"], engine="local")
+    registered.sql(f"CREATE TABLE kept_relation USING lakeseek OPTIONS (path '{lake}')")
+    registered.sql(f"CREATE TEMPORARY VIEW kept_view USING lakeseek OPTIONS (path '{lake}')")
+    try:
+        for name in ("kept_relation", "kept_view"):
+            assert registered.sql(f"SELECT count(*) AS n FROM {name} WHERE f > 0").first()["n"] == 4
+        pq.write_table(pa.table({"id": [20], "f": [2.5]}), lake / "part-2.parquet")
+        for name in ("kept_relation", "kept_view"):
+            assert registered.sql(f"SELECT count(*) AS n FROM {name} WHERE f > 0").first()["n"] == 5, name
+            assert registered.sql(f"SELECT count(*) AS n FROM {name} WHERE id = 20").first()["n"] == 1, name
+        os.remove(lake / "part-0.parquet")
+        for name in ("kept_relation", "kept_view"):
+            assert registered.sql(f"SELECT count(*) AS n FROM {name} WHERE f > 0").first()["n"] == 3, name
+    finally:
+        registered.sql("DROP TABLE IF EXISTS kept_relation")
+        registered.sql("DROP VIEW IF EXISTS kept_view")

@@ -27,6 +27,9 @@ final class IndexedFileIndex implements FileIndex {
   private final String options;
   private final Planner planner;
 
+  // Whether a query used the listing Spark made with the relation: later ones list the lake again.
+  private volatile boolean listingUsed = false;
+
   IndexedFileIndex(FileIndex lake, String options, Planner planner) {
     this.lake = lake;
     this.options = options;
@@ -48,8 +51,16 @@ final class IndexedFileIndex implements FileIndex {
     // falls back to every file itself where that is right.
     String candidates = planner.candidates(options, filters.toArray(new Filter[0]));
     if (candidates == null) {
+      // Every file the lake holds now: a catalog table keeps its relation, and with it the listing
+      // an earlier query used, which would miss files added since and name files removed.
+      if (listingUsed) {
+        lake.refresh();
+        listed = lake.listFiles(partitionFilters, dataFilters);
+      }
+      listingUsed = true;
       return listed;
     }
+    listingUsed = true;
     if (candidates.startsWith(Planner.REFUSED)) {
       throw new IllegalArgumentException(candidates.substring(Planner.REFUSED.length()));
     }
