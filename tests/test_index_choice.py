@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import lakeseek
 from lakeseek.cli.main import main
-from lakeseek.exceptions import IndexNotFoundError
+from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError
 from tests.lakes import (
     all_rows,
     files_with,
@@ -124,6 +124,21 @@ def test_a_damaged_index_gives_way_to_the_next(clustered, tmp_path):
     plan = indexes.plan("id >= 250 AND id < 420")
     assert plan.index == "by_user" and plan.fallback is not lakeseek.Fallback.DAMAGED and len(plan.files) == 16
     assert ids(indexes.read("id >= 250 AND id < 420", columns=["id"])) == list(range(250, 420))
+
+
+def test_an_index_whose_log_is_wholly_damaged_is_left_out(clustered):
+    """The other indexes answer (the library, the CLI); asked for by name, it is an error."""
+    for entry in os.listdir(f"{clustered}/_lakeseek/sketches/log"):
+        with open(f"{clustered}/_lakeseek/sketches/log/{entry}", "w") as damaged:
+            damaged.write("")
+    indexes = lakeseek.open_indexes(clustered)
+    assert [index.name for index in indexes.indexes] == ["by_user"]
+    assert ids(indexes.read("id >= 250 AND id < 420", columns=["id"])) == list(range(250, 420))
+    assert ids(indexes.read("user = 'u17'", columns=["id"])) == [i for i in range(1600) if (i * 7919) % 997 == 17]
+    answered = CliRunner().invoke(main, ["query", clustered, "--where", "id = 300"])
+    assert answered.exit_code == 0 and "1 row" in answered.output, answered.output
+    with pytest.raises(IndexCorruptError, match="damaged"):
+        lakeseek.open_indexes(clustered, names=["sketches"])
 
 
 def test_a_deleted_index_is_weighed_last_and_names_are_checked(clustered):

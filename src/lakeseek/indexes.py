@@ -11,13 +11,14 @@ it read and the files it left, so the cost model can be checked, not trusted.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
 from lakeseek.commits.log import IndexLog
-from lakeseek.exceptions import IndexNotFoundError
+from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError
 from lakeseek.expressions import Predicate
 from lakeseek.expressions.sql import parse_where
 from lakeseek.format.root import DELETED
@@ -27,6 +28,8 @@ from lakeseek.lake.state import LakeState
 from lakeseek.location import DEFAULT_NAME, LakeLike, index_names, locate
 from lakeseek.planning import Alternative, Explanation, Fallback, Plan, Prepared, explanation
 from lakeseek.planning.what_if import IndexSpec, specs_of
+
+log = logging.getLogger("lakeseek")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,14 +55,23 @@ def open_indexes(
     first = locate(source, index, DEFAULT_NAME, existing=False, storage_options=storage_options)
     first.require_lake()
     chosen = index_names(first.storage, first.home) if names is None else list(dict.fromkeys(names))
-    found = []
+    found: list[Index] = []
+    damaged: list[IndexCorruptError] = []
     for name in chosen:
         location = locate(first.source, index, name)
         versions = IndexLog(location.storage, location.index_dir)
         if versions.versions():
-            found.append(Index(location, versions.latest(), lake_listing=lake_listing))
+            try:
+                found.append(Index(location, versions.latest(), lake_listing=lake_listing))
+            except IndexCorruptError as error:
+                if names is not None:
+                    raise
+                damaged.append(error)  # the others answer without it
+                log.warning("index %r is left out: %s", name, error)
         elif names is not None:
             raise IndexNotFoundError(f"no lakeseek index {name!r} at {first.home}")
+    if not found and damaged:
+        raise damaged[0]
     if not found:
         raise IndexNotFoundError(f"no lakeseek index at {first.home}: create one first")
     return IndexSet(found)
