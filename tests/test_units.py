@@ -14,6 +14,7 @@ import sys
 from decimal import Decimal
 
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -608,3 +609,26 @@ def test_rows_past_year_9999_render_as_arrow_writes_them():
     table = pa.table({"id": [1, 3], "d": pa.array([1, 3_000_000], pa.date32())})
     assert [json.loads(line)["d"] for line in json_lines(table)] == ["1970-01-02", "10183-09-21"]
     assert "".join(csv_text(table)).splitlines()[2] == "3,10183-09-21"
+
+
+def test_csv_text_tells_an_empty_string_from_null():
+    """As Spark writes CSV: NULL an empty field, an empty string (or binary) quoted."""
+    import csv as python_csv
+    import io
+
+    from lakeseek.rendering import csv_text
+
+    table = pa.table({"s": ["", None, 'a,"b"', "line\nbreak", "x"], "b": [b"", None, b"\x00", None, b"y"]})
+    written = "".join(csv_text(table))
+    assert written.splitlines()[:3] == ["s,b", '"",""', ","]
+    read = pacsv.read_csv(
+        pa.BufferReader(written.encode()),
+        convert_options=pacsv.ConvertOptions(
+            column_types={"s": pa.string(), "b": pa.string()},
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+    assert read.column("s").to_pylist() == table.column("s").to_pylist()
+    assert read.column("b").to_pylist() == ["", None, "AA==", None, "eQ=="]
+    assert list(python_csv.reader(io.StringIO(written)))[3] == ['a,"b"', "AA=="]

@@ -5,10 +5,8 @@ ISO 8601), and Arrow IPC streams."""
 from __future__ import annotations
 
 import base64
-import csv
 import dataclasses
 import datetime as dt
-import io
 import json
 import math
 from collections.abc import Iterator
@@ -68,17 +66,27 @@ def json_lines(table: pa.Table) -> Iterator[str]:
 
 
 def csv_text(table: pa.Table) -> Iterator[str]:
-    """A header line, then one line per row (NULL as an empty field)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(table.column_names)
+    """A header line, then one line per row (RFC 4180): NULL an empty field, an empty string
+    ``""`` (as Spark writes them, so that the two read back apart)."""
+    lines = [_csv_line(table.column_names)]
+    size = len(lines[0])
     for row in python_rows(table):
-        writer.writerow(["" if v is None else text(v) for v in row.values()])
-        if buffer.tell() > 1 << 16:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
+        lines.append(_csv_line([None if v is None else text(v) for v in row.values()]))
+        size += len(lines[-1])
+        if size > 1 << 16:
+            yield "".join(lines)
+            lines, size = [], 0
+    yield "".join(lines)
+
+
+def _csv_line(fields: list[str | None]) -> str:
+    return ",".join("" if field is None else _csv_field(field) for field in fields) + "\n"
+
+
+def _csv_field(field: str) -> str:
+    if field == "" or any(c in field for c in ',"\n\r'):
+        return '"' + field.replace('"', '""') + '"'
+    return field
 
 
 def arrow_stream(table: pa.Table) -> bytes:
