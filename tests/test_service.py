@@ -231,7 +231,8 @@ BAD_REQUESTS = [
     ("GET", "/v1/lakes/events/files", {"where": "id = 'abc'"}, None, {}, 400, "cannot be cast"),
     ("POST", "/v1/lakes/events/rows", None, b"{not json", {}, 400, "not JSON"),
     ("POST", "/v1/lakes/events/rows", None, {"where": 5}, {}, 400, "'where' is SQL text"),
-    ("GET", "/v1/lakes/events/rows", {"where": "id > 0", "limit": "-2"}, None, {}, 400, "'limit' is a number"),
+    ("GET", "/v1/lakes/events/rows", {"where": "id > 0", "limit": "-2"}, None, {}, 400, "'limit' is a whole number"),
+    ("POST", "/v1/lakes/events/rows", None, {"where": "id > 0", "limit": 1.5}, {}, 400, "'limit' is a whole number"),
     ("GET", "/v1/lakes/events/rows", {"where": "id > 0", "columns": "id,zzz"}, None, {}, 400, "unknown column"),
     ("POST", "/v1/lakes/events/locate", None, {"keys": 5}, {}, 400, "keys are a JSON list"),
     ("POST", "/v1/lakes/events/locate", None, {"column": "amount", "keys": [1]}, {}, 400, "not indexed"),
@@ -246,7 +247,15 @@ BAD_REQUESTS = [
         400,
         "not a valid Arrow IPC",
     ),
-    ("POST", "/v1/lakes/events/rows", None, b'{"where": "id = 1", "limit": 1e400}', {}, 400, "'limit' is a number"),
+    (
+        "POST",
+        "/v1/lakes/events/rows",
+        None,
+        b'{"where": "id = 1", "limit": 1e400}',
+        {},
+        400,
+        "'limit' is a whole number",
+    ),
     ("GET", "/v1/lakes/events/locate", None, None, {}, 405, "Method Not Allowed"),
     ("GET", "/v1/nothing/here", None, None, {}, 404, "Not Found"),
 ]
@@ -274,6 +283,46 @@ def _arrow_keys_with_an_offset_past_the_data() -> bytes:
     at = bytes(body).find(struct.pack("<4i", 0, 1, 2, 6))
     body[at + 8 : at + 12] = struct.pack("<i", 0x7FFF0000)
     return bytes(body)
+
+
+def test_the_accept_header_weighs_its_media_types(server, lakes):
+    where = {"where": "id > 0", "limit": 3}
+    for accept, media_type in [
+        ("text/csv;q=0, application/json", "application/x-ndjson"),
+        (f"{ARROW};q=0", "application/x-ndjson"),
+        (f"text/csv;q=0.5, {ARROW}", ARROW),
+        (f"text/csv, {ARROW};q=0.2", "text/csv"),
+        ("*/*", "application/x-ndjson"),
+    ]:
+        status, headers, _ = call(server, "GET", "/v1/lakes/events/rows", params=where, headers={"Accept": accept})
+        assert status == 200 and headers["content-type"].startswith(media_type), (accept, headers)
+
+
+def test_keys_of_a_binary_column_are_base64_as_rows_show_them(tmp_path):
+    lake = tmp_path / "blobs"
+    lake.mkdir()
+    values = [b"\x00\xff", b"", b"plain", b"\x00\xff"]
+    pq.write_table(pa.table({"id": list(range(4)), "tag": pa.array(values, pa.binary())}), lake / "part-0.parquet")
+    pq.write_table(pa.table({"id": [9], "tag": pa.array([b"other"], pa.binary())}), lake / "part-1.parquet")
+    lakeseek.create_index(str(lake), ["tag"], engine="local")
+    served = start_lakeseek_serve(tmp_path, {"blobs": str(lake)}, workers=1)
+    try:
+        status, _, body = call(served.endpoint, "GET", "/v1/lakes/blobs/rows", params={"where": "id = 0"}, token=None)
+        shown = json.loads(body)["tag"]
+        assert status == 200 and shown == "AP8="
+        keys = {"column": "tag", "keys": [shown, "", "b3RoZXI="]}
+        status, _, body = call(served.endpoint, "POST", "/v1/lakes/blobs/locate", body=keys, token=None)
+        pairs = sorted((pair["key"], pair["file"].rsplit("/", 1)[-1]) for pair in json.loads(body)["pairs"])
+        assert status == 200 and pairs == [
+            ("", "part-0.parquet"),
+            ("AP8=", "part-0.parquet"),
+            ("b3RoZXI=", "part-1.parquet"),
+        ]
+        bad = {"column": "tag", "keys": ["not base64!"]}
+        status, _, body = call(served.endpoint, "POST", "/v1/lakes/blobs/locate", body=bad, token=None)
+        assert status == 400 and "is not base64" in json.loads(body)["error"]
+    finally:
+        served.stop()
 
 
 def test_too_large_batches_and_the_token(server, lakes):

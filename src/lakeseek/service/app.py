@@ -9,6 +9,7 @@ requests take milliseconds), and for reads, batch lookups, plans and status, in 
 
 from __future__ import annotations
 
+import base64
 import hmac
 import json
 import time
@@ -33,6 +34,7 @@ from lakeseek.exceptions import (
     SparkJobError,
     UnsupportedStorageError,
 )
+from lakeseek.index import Index
 from lakeseek.lru import CACHES
 from lakeseek.rendering import arrow_stream, csv_text, json_lines, json_value, python_rows
 from lakeseek.service.config import ServiceConfig
@@ -121,6 +123,8 @@ def create_app(config: ServiceConfig | None = None) -> Starlette:
         if len(keys) > config.max_keys:
             raise RequestError(413, f"{len(keys):,} keys, more than one locate takes ({config.max_keys:,})")
         index = lake.index_of(column)
+        if isinstance(keys, list):
+            keys = _json_keys(keys, index, column)
         found = index.locate(keys, column=column)
         if _wants(request, ARROW):
             return Response(arrow_stream(found), media_type=ARROW)
@@ -242,8 +246,8 @@ def _count(params: dict, name: str, largest: int) -> int | None:
         number = int(value)
     except (TypeError, ValueError, OverflowError):
         number = -1
-    if isinstance(value, bool) or number < 0:
-        raise RequestError(400, f"'{name}' is a number of at least 0, not {value!r}")
+    if isinstance(value, bool) or number < 0 or (isinstance(value, float) and value != number):
+        raise RequestError(400, f"'{name}' is a whole number of at least 0, not {value!r}")
     if number > largest:
         raise RequestError(413, f"'{name}' is at most {largest:,} here")
     return number
@@ -269,9 +273,50 @@ def _keys(params: dict, body: bytes, request: Request, column: str | None) -> pa
     return keys
 
 
+def _json_keys(keys: list, index: Index, column: str | None) -> list:
+    """JSON keys as the column holds them: a binary column's in base64, as rows render them."""
+    names = {name.lower(): name for name in index.schema.names}
+    name = names.get((column or index.columns[0]).lower())
+    if name is None or not _binary(index.schema.field(name).type):
+        return keys
+    decoded = []
+    for key in keys:
+        try:
+            decoded.append(base64.b64decode(key, validate=True) if isinstance(key, str) else key)
+        except ValueError as error:
+            raise RequestError(400, f"key {key!r} of binary column '{name}' is not base64") from error
+    return decoded
+
+
+def _binary(data_type: pa.DataType) -> bool:
+    kinds = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary, pa.types.is_binary_view)
+    return any(kind(data_type) for kind in kinds)
+
+
 # -- answers ----------------------------------------------------------------------------------
+def _accepted(request: Request) -> dict[str, float]:
+    """The Accept header's media types and their weights (q)."""
+    found: dict[str, float] = {}
+    for part in request.headers.get("accept", "").split(","):
+        media, *parameters = (piece.strip() for piece in part.split(";"))
+        weight = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0
+        if media:
+            found[media.lower()] = weight
+    return found
+
+
 def _wants(request: Request, media_type: str) -> bool:
-    return media_type in request.headers.get("accept", "")
+    """Whether the Accept header asks for ``media_type`` (a weight above 0) no less than for any other."""
+    accepted = _accepted(request)
+    weight = accepted.get(media_type, 0.0)
+    return weight > 0 and weight >= max(accepted.values())
 
 
 def _table_response(table: pa.Table, request: Request, headers: dict[str, str]) -> Response:
