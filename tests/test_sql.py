@@ -62,6 +62,8 @@ def test_parse(text, expected):
         ("a LIKE 'x%\\'", PredicateParseError),
         ("lower(a) = 'x'", UnsupportedPredicateError),
         ("a = -'x'", UnsupportedPredicateError),
+        ("f = 1e400", PredicateParseError),  # Spark: out of the range of DOUBLE, not infinity
+        ("f < -2E309", PredicateParseError),
     ],
 )
 def test_parse_errors(text, error):

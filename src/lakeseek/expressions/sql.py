@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import math
 import sys
 import threading
 from decimal import Decimal
@@ -404,9 +405,12 @@ def _date_arithmetic(node: exp.Add | exp.Sub) -> Literal:
 def _number(text: str) -> Literal:
     if any(c in text for c in "eE"):
         try:
-            return Literal("float", float(text))
+            value = float(text)
         except ValueError as error:
             raise PredicateParseError(f"malformed number {text!r}") from error
+        if math.isinf(value):  # as Spark: a DOUBLE literal out of its range is an error, not infinity
+            raise PredicateParseError(f"the number {text!r} does not fit in a DOUBLE")
+        return Literal("float", value)
     if "." in text:
         return Literal("decimal", exact_decimal(text))
     try:
