@@ -27,7 +27,7 @@ import pyarrow.dataset as ds
 from lakeseek.expressions import And, ColumnComparison, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
 from lakeseek.expressions.binding import value_type
 from lakeseek.expressions.like import like
-from lakeseek.expressions.types import arrow_scalar, common_type
+from lakeseek.expressions.types import arrow_scalar, common_type, is_bytes, is_text
 
 _UNKNOWN = pc.scalar(pa.scalar(None, pa.bool_()))
 _OPERATORS = {
@@ -239,12 +239,8 @@ def _field(column: str, schema: pa.Schema, guarded: bool) -> tuple[pc.Expression
     return field, column_type
 
 
-_GUARDED_KINDS = (pa.types.is_timestamp, pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
-                  pa.types.is_large_binary)  # fmt: skip
-
-
 def _guarded_type(column_type: pa.DataType) -> bool:
-    return any(kind(column_type) for kind in _GUARDED_KINDS)
+    return pa.types.is_timestamp(column_type) or is_text(column_type) or is_bytes(column_type)
 
 
 def _column_comparison(predicate: ColumnComparison, schema: pa.Schema, guarded: bool) -> pc.Expression:

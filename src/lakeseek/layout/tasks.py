@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from lakeseek.io import storage_for
 from lakeseek.io.spills import read_spill, write_spill
+from lakeseek.lake.formats.parquet import spark_filterable
 from lakeseek.layout.table import DATA_DIR, Block, LayoutFile, Revision, file_statistics, now_ms
 from lakeseek.layout.tree import OFFSET, WEIGHT, Assignment, Rollup, Tree, assign, cube_of, sample_threshold, unsigned
 
@@ -176,7 +177,7 @@ def _write_parquet(storage, path: str, table: pa.Table, row_group_rows: int) -> 
         # No statistics of floating-point columns: they leave NaN out, and Spark's Parquet reader
         # then skips row groups holding NaN for x > 2 (NaN is above every number in Spark). The
         # layout prunes by cube boxes, not by these.
-        statistics = [name for name in table.column_names if not pa.types.is_floating(table.schema.field(name).type)]
+        statistics = spark_filterable(table.schema)
         with pq.ParquetWriter(
             out, table.schema, compression="snappy", use_dictionary=dictionary, write_statistics=statistics
         ) as writer:

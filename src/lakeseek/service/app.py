@@ -34,6 +34,7 @@ from lakeseek.exceptions import (
     SparkJobError,
     UnsupportedStorageError,
 )
+from lakeseek.expressions.types import is_bytes
 from lakeseek.index import Index
 from lakeseek.lru import CACHES
 from lakeseek.rendering import arrow_stream, csv_text, json_lines, json_value, python_rows
@@ -277,7 +278,7 @@ def _json_keys(keys: list, index: Index, column: str | None) -> list:
     """JSON keys as the column holds them: a binary column's in base64, as rows render them."""
     names = {name.lower(): name for name in index.schema.names}
     name = names.get((column or index.columns[0]).lower())
-    if name is None or not _binary(index.schema.field(name).type):
+    if name is None or not is_bytes(index.schema.field(name).type):
         return keys
     decoded = []
     for key in keys:
@@ -286,11 +287,6 @@ def _json_keys(keys: list, index: Index, column: str | None) -> list:
         except ValueError as error:
             raise RequestError(400, f"key {key!r} of binary column '{name}' is not base64") from error
     return decoded
-
-
-def _binary(data_type: pa.DataType) -> bool:
-    kinds = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_fixed_size_binary, pa.types.is_binary_view)
-    return any(kind(data_type) for kind in kinds)
 
 
 # -- answers ----------------------------------------------------------------------------------

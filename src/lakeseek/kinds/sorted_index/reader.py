@@ -7,8 +7,9 @@ nothing. Each segment of a column is searched; an increment whose bloom filter (
 version's increment filter file, read once) rules a value out costs no read.
 
 Many keys at once (a batch lookup, Hudi's getRecordLocations) are sorted and located with
-vectorised searches; each needed chunk is read once, and an index file is read whole in
-one read instead when most of its chunks are needed (RFC-08's seek-or-scan rule).
+vectorised searches; the chunks an index file must give are read at once, or the whole
+file in one read when that costs less (RFC-08's seek-or-scan rule, by cost: see
+:func:`lakeseek.kinds.sorted_index.cost.reads_whole`).
 
 Decoded chunks and whole index files stay in a cache of the process, bounded in bytes
 ($LAKESEEK_INDEX_CACHE_MB, default 256), least recently used first out: index files are
@@ -266,7 +267,7 @@ class SortedReader(KindReader):
         self, index: ColumnIndex, info: IndexFileInfo, footer: IndexFileFooter | None, chunks: list[int]
     ) -> list[_Entries]:
         """The entries of ``chunks`` of an index file, from the cache or read (the whole file in
-        one read when most of its chunks are wanted: then ``footer`` may be None)."""
+        one read when that costs less: then ``footer`` may be None)."""
         path = self._path(info)
         whole = (id(self.storage), path, info.size, None)
         if reads_whole(info, len(chunks)):
@@ -277,10 +278,12 @@ class SortedReader(KindReader):
             return [found]
         assert footer is not None
         parts: dict[int, _Entries] = {}
+        decoded_file = _DECODED.get(whole)
         for chunk in chunks:
-            found = _DECODED.get((id(self.storage), path, info.size, chunk)) or _DECODED.get(whole)
-            if found is not None:  # a whole file decoded: its part holding the chunk
-                parts[chunk] = found if found.chunk is not None else found.part(footer, chunk)
+            if decoded_file is not None:  # the whole file is decoded: its part holding the chunk
+                parts[chunk] = decoded_file.part(footer, chunk)
+            elif (found := _DECODED.get((id(self.storage), path, info.size, chunk))) is not None:
+                parts[chunk] = found
         missing = [chunk for chunk in chunks if chunk not in parts]
         for chunk, table in zip(missing, read_chunks(self.storage, path, footer, missing), strict=True):
             parts[chunk] = _Entries.of(table, chunk)

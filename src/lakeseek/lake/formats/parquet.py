@@ -24,8 +24,9 @@ SPARK_FLOAT_SAFE_OPTIONS = {
 
 
 def spark_filterable(schema: pa.Schema) -> list[str]:
-    """The columns of ``schema`` a file lakeseek writes for Spark to read keeps statistics and
-    dictionaries of: all but the floating-point ones (see ``SPARK_FLOAT_SAFE_OPTIONS``)."""
+    """The columns of ``schema`` that a file lakeseek writes for Spark to read (an OTree lake's)
+    keeps statistics of: all but the floating-point ones, which Spark's reader would filter
+    wrongly by them (see ``SPARK_FLOAT_SAFE_OPTIONS``)."""
     return [field.name for field in schema if not pa.types.is_floating(field.type)]
 
 
