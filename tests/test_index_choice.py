@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 import lakeseek
 from lakeseek.cli.main import main
-from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError
+from lakeseek.exceptions import IndexLogUnreadableError, IndexNotFoundError
 from tests.lakes import (
     all_rows,
+    data_files,
     files_with,
     fuzz_settings,
     ids,
@@ -137,8 +138,59 @@ def test_an_index_whose_log_is_wholly_damaged_is_left_out(clustered):
     assert ids(indexes.read("user = 'u17'", columns=["id"])) == [i for i in range(1600) if (i * 7919) % 997 == 17]
     answered = CliRunner().invoke(main, ["query", clustered, "--where", "id = 300"])
     assert answered.exit_code == 0 and "1 row" in answered.output, answered.output
-    with pytest.raises(IndexCorruptError, match="damaged"):
-        lakeseek.open_indexes(clustered, names=["sketches"])
+    asked = lakeseek.open_indexes(clustered, names=["sketches"])  # its stand-in reads every file
+    plan = asked.plan("id >= 250 AND id < 420")
+    assert plan.fallback is lakeseek.Fallback.DAMAGED and len(plan.files) == 16 and "damaged" in plan.reason
+    assert ids(asked.read("id >= 250 AND id < 420", columns=["id"])) == list(range(250, 420))
+
+
+def _damage_every_entry(index_dir: str) -> None:
+    for entry in os.listdir(f"{index_dir}/log"):
+        with open(f"{index_dir}/log/{entry}", "w") as damaged:
+            damaged.write("{")
+
+
+@pytest.fixture(scope="module")
+def unreadable(tmp_path_factory):
+    """A partitioned lake whose only index has no log entry that reads whole."""
+    root = str(tmp_path_factory.mktemp("unreadable") / "lake")
+    make_typed_lake(root, files_per_region=2, rows_per_file=40, seed=11)
+    lakeseek.create_index(root, ["id", "name"], engine="local")
+    lakeseek.refresh_index(root, engine="local")  # a second entry: none of them reads whole
+    _damage_every_entry(f"{root}/_lakeseek/default")
+    return root, all_rows(root)
+
+
+@fuzz_settings(5)
+@given(st.data())
+def test_a_lake_whose_only_index_log_is_wholly_damaged_reads_a_full_scans_rows(unreadable, data):
+    """Never a failed query: the library, every handle kind, reads every file and says why."""
+    root, rows = unreadable
+    for handle in (lakeseek.open_index(root), lakeseek.open_indexes(root), lakeseek.open_index(root).reload()):
+        tree = data.draw(predicate_trees(rows))
+        where = to_sql(tree)
+        table, plan = handle.query(where, columns=["id"])
+        assert ids(table) == ids(matching(rows, tree)), where
+        assert plan.fallback is lakeseek.Fallback.DAMAGED and len(plan.files) == len(data_files(root)), where
+        assert "every entry of the index log" in plan.reason and f"{root}/_lakeseek/default" in plan.reason
+
+
+def test_an_unreadable_index_in_the_cli_answers_and_its_status_is_an_error(unreadable):
+    root, rows = unreadable
+    runner = CliRunner()
+    answered = runner.invoke(main, ["query", root, "--where", "region = 'eu' AND id < 30", "--columns", "id"])
+    expected = sorted(row["id"] for row in rows if row["region"] == "eu" and row["id"] < 30)
+    assert answered.exit_code == 0 and f"{len(expected)} row" in answered.output, answered.output
+    assert "every file is read" in answered.output, answered.output
+    located = lakeseek.open_index(root).locate([3, 41], "id")
+    assert sorted(located.column("key").to_pylist()) == [3, 41]
+    for command in (["status", root], ["refresh", root, "--engine", "local"]):
+        failed = runner.invoke(main, command)
+        assert failed.exit_code == 1 and failed.output.strip().count("\n") == 0, failed.output
+        assert "every entry of the index log" in failed.output and "remove the directory" in failed.output
+        assert "refresh --mode full" not in failed.output  # which cannot repair it
+    with pytest.raises(IndexLogUnreadableError, match="every entry"):
+        lakeseek.open_index(root).status()
 
 
 def test_a_deleted_index_is_weighed_last_and_names_are_checked(clustered):

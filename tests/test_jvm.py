@@ -70,10 +70,12 @@ def test_a_planner_failure_fails_the_query(registered, typed_lake, monkeypatch):
         registered.read.format("lakeseek").load(typed_lake).where("id = 17").collect()
 
 
-def test_corrupt_index_reads_every_file(registered, typed_lake, tmp_path):
+@pytest.mark.parametrize("damaged", ["*.parquet", "log/*.json"])
+def test_corrupt_index_reads_every_file(registered, typed_lake, tmp_path, damaged):
+    """Index files, or every entry of the log (a stand-in then reads every file)."""
     lake = tmp_path / "lake"
     shutil.copytree(typed_lake, lake)
-    for index_file in (lake / "_lakeseek").rglob("*.parquet"):
+    for index_file in (lake / "_lakeseek").rglob(damaged):
         index_file.write_bytes(b"not parquet")
     frame = registered.read.format("lakeseek").load(str(lake)).where("id = 17 OR name = 'alice'")
     expected = registered.read.parquet(str(lake)).where("id = 17 OR name = 'alice'")

@@ -397,6 +397,33 @@ def test_answers_stay_exact_while_the_lake_changes_and_its_index_refreshes(serve
     assert json.loads(body)["stale"] is False  # the refreshed index, opened again by the service
 
 
+def test_a_lake_whose_only_index_log_is_wholly_damaged_meanwhile_is_scanned(tmp_path):
+    """Never a failed query: the service reads every file, says so in the plan, and /status
+    names the damage as a 5xx."""
+    lake = tmp_path / "lake"
+    make_lake(lake, seed=7, files=4, rows=100)
+    served = start_lakeseek_serve(tmp_path, {"lake": str(lake)}, workers=1)
+    try:
+        where = predicates(lake, random.Random(7))[3]
+        status, _, body = call(served.endpoint, "GET", "/v1/lakes/lake/rows", params={"where": where}, token=None)
+        assert status == 200
+        for entry in (lake / "_lakeseek" / "default" / "log").iterdir():
+            entry.write_text("{")
+        for where in predicates(lake, random.Random(8)):
+            status, headers, body = call(
+                served.endpoint, "GET", "/v1/lakes/lake/rows", params={"where": where}, token=None
+            )
+            assert status == 200 and ids_of_rows(body) == [row[0] for row in scan(lake, where)], where
+            assert headers["x-lakeseek-files"] == "4", where
+        status, _, body = call(served.endpoint, "GET", "/v1/lakes/lake/files", params={"where": "id = 1"}, token=None)
+        plan = json.loads(body)
+        assert status == 200 and len(plan["files"]) == 4 and "every entry of the index log" in plan["reason"], plan
+        status, _, body = call(served.endpoint, "GET", "/v1/lakes/lake/status", token=None)
+        assert status >= 500 and "remove the directory" in json.loads(body)["error"]
+    finally:
+        served.stop()
+
+
 def test_serve_refuses_a_lake_without_an_index(tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()

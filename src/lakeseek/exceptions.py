@@ -36,6 +36,11 @@ class IndexCorruptError(LakeseekError):
     """An index or log file is truncated, garbled or missing."""
 
 
+class IndexLogUnreadableError(IndexCorruptError):
+    """No entry of an index's log reads whole: queries read every file; only removing the
+    index directory and creating the index again repairs it (a refresh has no root to build on)."""
+
+
 class IndexFormatError(LakeseekError):
     """The index was written by an unknown (newer) format version."""
 

@@ -25,16 +25,25 @@ import pyarrow.dataset as ds
 
 from lakeseek.caches import Once, cache_for
 from lakeseek.commits.log import IndexLog, LogEntry
-from lakeseek.exceptions import IndexCorruptError, InvalidArgumentError, LakeseekError, PredicateParseError
+from lakeseek.engine.runner import runner_for
+from lakeseek.exceptions import (
+    IndexCorruptError,
+    IndexLogUnreadableError,
+    InvalidArgumentError,
+    LakeseekError,
+    PredicateParseError,
+)
 from lakeseek.expressions import Predicate
 from lakeseek.expressions.arrow import read_matching
 from lakeseek.expressions.binding import bind, resolve_column, value_type
 from lakeseek.expressions.sql import parse_where
 from lakeseek.format.lineage import Lineage
-from lakeseek.format.root import DELETED, Root
+from lakeseek.format.root import DELETED, UNREADABLE, LineageSet, Root
 from lakeseek.format.values import KeyValue, key_type_for
 from lakeseek.io import counting
+from lakeseek.kinds import DEFAULT_KIND, kind_named
 from lakeseek.kinds.base import ROW_FILE, KindReader
+from lakeseek.kinds.sorted_index.content import SortedIndex
 from lakeseek.lake.files import reading_data_files
 from lakeseek.lake.rows import concat_rows
 from lakeseek.lake.schemas import current_partition_types, merge_schemas, spark_schema_json, with_partition_types
@@ -78,7 +87,16 @@ def open_index(
     """
     location = locate(source, index, name, storage_options=storage_options)
     location.require_lake()
-    root = IndexLog(location.storage, location.index_dir).latest()
+    return latest_index(location, lake_listing)
+
+
+def latest_index(location: Location, lake_listing: LakeListing = "per_query") -> Index:
+    """The latest version of the index at ``location``; when no entry of its log reads whole,
+    :meth:`Index.unreadable`, which reads every file, instead of an error."""
+    try:
+        root = IndexLog(location.storage, location.index_dir).latest()
+    except IndexLogUnreadableError as error:
+        return Index.unreadable(location, error, lake_listing)
     return Index(location, root, lake_listing=lake_listing)
 
 
@@ -113,6 +131,40 @@ class Index:
         self._version = self._shared.version(location, root)
         self._pinned = Once()  # the lake's state under lake_listing="once"
         self._taken: tuple[float, LakeState] | None = None  # under a time to live: when, and the state
+        self._unreadable: IndexLogUnreadableError | None = None  # why a stand-in (see unreadable) stands in
+
+    @classmethod
+    def unreadable(
+        cls, location: Location, error: IndexLogUnreadableError, lake_listing: LakeListing = "per_query"
+    ) -> Index:
+        """A stand-in for the index at ``location``, none of whose log entries reads whole
+        (``error`` says why): it covers no file and looks nothing up, so every query reads
+        every file of the lake and says why, as a damaged index file makes it do. Its schema
+        is the lake's as ``create`` finds it (a lake with no data file keeps the error), its
+        version the newest entry's. ``status`` raises the error; removing the index directory
+        and creating the index again repairs it."""
+        snapshot = location.source.snapshot(exclude=location.home)
+        if not snapshot.files:
+            raise error
+        lake = location.source.discover(snapshot.files, lambda: runner_for("local", None, None))
+        default = kind_named(DEFAULT_KIND)
+        root = Root(
+            version=max(IndexLog(location.storage, location.index_dir).versions(), default=-1),
+            operation="none",
+            timestamp_ms=0,
+            state=UNREADABLE,
+            data_version=-1,
+            schema=lake.schema,
+            spark_schema=lake.spark_schema,
+            partition_columns=lake.partition_columns,
+            lineage=LineageSet((), frozenset(), 0),
+            kind=default.name,
+            content=SortedIndex(default.configure({}), {}),
+            source_format=location.source.name,
+        )
+        stand_in = cls(location, root, lake_listing=lake_listing)
+        stand_in._unreadable = error
+        return stand_in
 
     def __repr__(self) -> str:
         return f"Index(source={self.source!r}, name={self.name!r}, columns={self.columns}, version={self.version})"
@@ -163,7 +215,12 @@ class Index:
         """A handle on the latest version of this index and on the lake now: this one when
         nothing was committed since and the lake is listed per query; a new one otherwise (a
         handle whose listing is kept, ``"once"`` or for a time, lists the lake again)."""
-        latest = IndexLog(self.storage, self.index_dir).latest()
+        try:
+            latest = IndexLog(self.storage, self.index_dir).latest()
+        except IndexLogUnreadableError as error:
+            if self._unreadable is not None and self.lake_listing == "per_query":
+                return self
+            return Index.unreadable(self.location, error, self.lake_listing)
         # The commit time tells an index deleted and created again (its versions restart) apart.
         same = latest.version == self.version and latest.timestamp_ms == self.root.timestamp_ms
         if same and self.lake_listing == "per_query":
@@ -248,7 +305,7 @@ class Index:
         """The read answered from the index's own rows (a covering kind carrying every column
         the query needs, for a condition it looks up), plus the files it does not cover, read
         from the lake; None when it cannot be."""
-        if self.root.state == DELETED or not self.kind_reader.carries_rows:
+        if not self.root.is_active or not self.kind_reader.carries_rows:
             return None
         schema = self.schema_of(state)
         selected = schema.names if columns is None else [resolve_column(c, schema).name for c in columns]
@@ -324,7 +381,7 @@ class Index:
     def covered_note(self, predicate: Predicate, state: LakeState) -> str | None:
         """What explain says when the index would answer a read of this predicate from its own
         rows (a covering kind looking up one of its conditions), without reading them."""
-        if self.root.state == DELETED or not self.kind_reader.carries_rows:
+        if not self.root.is_active or not self.kind_reader.carries_rows:
             return None
         try:
             lookup = self._planner(state).covering(predicate)
@@ -349,7 +406,7 @@ class Index:
         state = self.lake_state()
         name = self.locate_column(column, state)
         column_type = value_type(self.schema_of(state).field(name).type)
-        served = self.root.state != DELETED and self.serves(name, state)
+        served = self.root.is_active and self.serves(name, state)
         with reading_data_files(self.lake, list(state.files)):
             found = None
             if served:
@@ -365,13 +422,14 @@ class Index:
         return found.set_column(found.schema.get_field_index(FILE), FILE, paths)
 
     def locate_column(self, column: str | None, state: LakeState | None = None) -> str:
-        """The indexed column ``locate`` looks keys up in: ``column``, or the index's only one."""
+        """The indexed column ``locate`` looks keys up in: ``column``, or the index's only one
+        (a stand-in for an unreadable index knows none: any column, which is scanned)."""
         if column is None:
             if len(self.root.columns) != 1:
                 raise LakeseekError(f"the index has several columns ({', '.join(self.columns)}): choose one")
             return self.columns[0]
         name = resolve_column(column, self.schema_of(state or self.lake_state())).name
-        if name not in self.root.columns:
+        if name not in self.root.columns and self._unreadable is None:
             raise LakeseekError(f"column '{name}' is not indexed (indexed: {', '.join(self.columns)})")
         return name
 
@@ -467,6 +525,8 @@ class Index:
 
     def status(self) -> IndexStatus:
         """The index compared with the lake now: freshness, size, running operations, damage."""
+        if self._unreadable is not None:
+            raise self._unreadable
         return index_status(self)
 
     # -- internals --------------------------------------------------------------------------
@@ -523,6 +583,11 @@ class Index:
         if self.root.state == DELETED:
             reason = f"index '{self.name}' is deleted (restore it to use it): every file is read"
             return Prepared.of(full_scan(state.files, reason, Fallback.DELETED))
+        if self._unreadable is not None:
+            reason = f"{self._unreadable}; until then every file is read"
+            if self._shared.first_time(reason):
+                log.warning("%s", reason)
+            return Prepared.of(full_scan(state.files, reason, Fallback.DAMAGED))
         try:
             self.lineage()  # a damaged lineage is a damaged index, whatever the state made of it
             served = {column for column in self.root.columns if self.serves(column, state)}

@@ -18,14 +18,13 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from lakeseek.commits.log import IndexLog
-from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError
+from lakeseek.exceptions import IndexLogUnreadableError, IndexNotFoundError
 from lakeseek.expressions import Predicate
 from lakeseek.expressions.sql import parse_where
-from lakeseek.format.root import DELETED
 from lakeseek.index import Index, LakeListing
 from lakeseek.io import counting
 from lakeseek.lake.state import LakeState
-from lakeseek.location import DEFAULT_NAME, LakeLike, index_names, locate
+from lakeseek.location import DEFAULT_NAME, LakeLike, Location, index_names, locate
 from lakeseek.planning import Alternative, Explanation, Fallback, Plan, Prepared, explanation
 from lakeseek.planning.what_if import IndexSpec, specs_of
 
@@ -56,22 +55,23 @@ def open_indexes(
     first.require_lake()
     chosen = index_names(first.storage, first.home) if names is None else list(dict.fromkeys(names))
     found: list[Index] = []
-    damaged: list[IndexCorruptError] = []
+    damaged: list[tuple[Location, IndexLogUnreadableError]] = []
     for name in chosen:
         location = locate(first.source, index, name)
         versions = IndexLog(location.storage, location.index_dir)
         if versions.versions():
             try:
                 found.append(Index(location, versions.latest(), lake_listing=lake_listing))
-            except IndexCorruptError as error:
-                if names is not None:
-                    raise
-                damaged.append(error)  # the others answer without it
+            except IndexLogUnreadableError as error:
+                if names is not None:  # asked for: its stand-in reads every file
+                    found.append(Index.unreadable(location, error, lake_listing))
+                    continue
+                damaged.append((location, error))  # the others answer without it
                 log.warning("index %r is left out: %s", name, error)
         elif names is not None:
             raise IndexNotFoundError(f"no lakeseek index {name!r} at {first.home}")
-    if not found and damaged:
-        raise damaged[0]
+    if not found and damaged:  # never a failed query: every file is read, and the plan says why
+        return IndexSet([Index.unreadable(*damaged[0], lake_listing)])
     if not found:
         raise IndexNotFoundError(f"no lakeseek index at {first.home}: create one first")
     return IndexSet(found)
@@ -178,7 +178,9 @@ class IndexSet:
     def _choose(self, weighed: list[_Weighed], plans: list[Plan] | None = None) -> tuple[int, Plan]:
         """The position and plan of the cheapest estimate; past an index that turns out damaged
         or vacuumed (its plan reads every file) to the next. ``plans``: those already run."""
-        ranked = sorted(range(len(weighed)), key=lambda i: (weighed[i].prepared.expected, _deleted(weighed[i].index)))
+        ranked = sorted(
+            range(len(weighed)), key=lambda i: (weighed[i].prepared.expected, not weighed[i].index.root.is_active)
+        )
         for position in ranked:
             plan = plans[position] if plans is not None else weighed[position].prepared.run()
             plan = dataclasses.replace(plan, index=weighed[position].index.name)
@@ -209,7 +211,3 @@ class _Binder:
         predicate = index.bind(self.tree, state)
         self.bound_by_schema.append((schema, predicate))
         return predicate
-
-
-def _deleted(index: Index) -> bool:
-    return index.root.state == DELETED

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lakeseek.exceptions import CommitFailedError, IndexCorruptError, IndexNotFoundError
+from lakeseek.exceptions import CommitFailedError, IndexCorruptError, IndexLogUnreadableError, IndexNotFoundError
 from lakeseek.format.actions import Action
 from lakeseek.format.root import Root
 from lakeseek.io import FileStatus, Storage
@@ -94,9 +94,9 @@ class IndexLog:
             return root
         if not damaged:
             raise IndexNotFoundError(f"no lakeseek index at {self.index_dir} (its log was emptied meanwhile)")
-        raise IndexCorruptError(
+        raise IndexLogUnreadableError(
             f"every entry of the index log {self.log_dir} is damaged ({damaged[0]}): "
-            "delete the index and create it again"
+            f"remove the directory {self.index_dir} and create the index again"
         )
 
     def roots(self) -> dict[int, Root]:

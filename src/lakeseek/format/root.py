@@ -31,6 +31,9 @@ READABLE_FORMAT_VERSIONS = (9,)
 
 ACTIVE = "active"
 DELETED = "deleted"
+# Never committed: the state of the stand-in for an index none of whose log entries reads whole
+# (lakeseek.index.Index.unreadable), which looks nothing up.
+UNREADABLE = "unreadable"
 
 
 @dataclass(frozen=True)
@@ -213,7 +216,7 @@ class Root:
     version: int
     operation: str
     timestamp_ms: int
-    state: str  # ACTIVE, or DELETED: kept on storage but not used by queries
+    state: str  # ACTIVE, or DELETED: kept on storage but not used by queries (nor is UNREADABLE)
     data_version: int  # the version that last changed the lineage: a refresh's work is valid on top of it
     # The lake's schema: the merge of every indexed file's (lakeseek.lake.schemas), so each
     # value of an indexed file is exact in it, and so is its key.
@@ -232,6 +235,11 @@ class Root:
     @property
     def columns(self) -> tuple[str, ...]:
         return self.content.columns
+
+    @property
+    def is_active(self) -> bool:
+        """Whether queries look the index up: not when it is DELETED, nor the UNREADABLE stand-in."""
+        return self.state == ACTIVE
 
     @property
     def index_bytes(self) -> int:

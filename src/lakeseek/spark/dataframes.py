@@ -14,7 +14,6 @@ import pyarrow as pa
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.binding import resolve_column
 from lakeseek.expressions.sql import to_spark_sql
-from lakeseek.format.root import DELETED
 from lakeseek.io.hadoop import literal_path
 from lakeseek.kinds.base import FILE_ID, KEY, ROW_FILE
 from lakeseek.lake.formats import PARQUET
@@ -84,7 +83,7 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
 
     state = index.lake_state()
     column = index.locate_column(column, state)
-    found = None if index.root.state == DELETED else index.kind_reader.row_files(column)
+    found = index.kind_reader.row_files(column) if index.root.is_active else None
     if found is None:
         raise LakeseekError(
             f"index '{index.name}' ({index.root.kind}) carries no rows: covering_frame needs a covering index"
@@ -178,8 +177,8 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
     )
     parts = []
     unindexed = state.unindexed
-    if index.root.state == DELETED or not index.serves(column, state) or entry_files is None:
-        # A deleted index is not used, nor one whose column changed type since, nor one of a
+    if not index.root.is_active or not index.serves(column, state) or entry_files is None:
+        # A deleted or unreadable index is not used, nor one whose column changed type since, nor one of a
         # kind without entry files: every file is read.
         uris, unindexed = [], list(state.files)
     if uris and len(lineage):
