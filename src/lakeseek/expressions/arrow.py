@@ -220,6 +220,10 @@ def _guardable(predicate: Predicate, schema: pa.Schema) -> bool:
 def _cast(field: pc.Expression, column_type: pa.DataType, compared: pa.DataType) -> pc.Expression:
     if pa.types.is_integer(column_type) and column_type.bit_width == 64 and pa.types.is_floating(compared):
         field = field.cast(pa.decimal128(20, 0))
+    elif pa.types.is_decimal(column_type) and pa.types.is_floating(compared):
+        # Arrow's decimal to double is not correctly rounded (99.99 becomes 99.99000000000001);
+        # its parse of the decimal's text is, as Spark's cast is.
+        field = field.cast(pa.string())
     return field.cast(compared, safe=False)
 
 

@@ -14,7 +14,7 @@ import functools
 import math
 import sys
 import threading
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 import pyarrow as pa
 import sqlglot
@@ -79,7 +79,20 @@ def parse_tree(text: str) -> exp.Expr:
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         raise PredicateParseError(f"malformed predicate {_shown(text)}: expected one boolean expression")
-    return trees[0]
+    return _signed_typed_numbers(trees[0])
+
+
+def _signed_typed_numbers(tree: exp.Expr) -> exp.Expr:
+    """``tree`` with each ``-`` before a typed number (``-128Y``, ``-9223372036854775808L``,
+    which sqlglot reads as ``-CAST(128 AS TINYINT)``) moved into the number, as Spark's lexer
+    reads it: the smallest value of a type is a literal of that type."""
+    for negation in list(tree.find_all(exp.Neg)):
+        cast = negation.this
+        if isinstance(cast, exp.Cast) and isinstance(cast.this, exp.Literal) and not cast.this.is_string:
+            negative = cast.copy()
+            negative.set("this", exp.Literal.number(f"-{cast.this.this}"))
+            negation.replace(negative)
+    return tree
 
 
 def parse_where(text: str) -> Predicate:
@@ -319,11 +332,7 @@ def _literal(node: exp.Expr) -> Literal:
         except ValueError as error:
             raise PredicateParseError(f"malformed hex literal X'{node.this}'") from error
     if isinstance(node, exp.Neg):
-        inner = _literal(node.this)
-        if inner.kind not in ("int", "decimal", "float"):
-            raise UnsupportedPredicateError(f"cannot negate {node.this.sql()!r}")
-        negated = inner.value.copy_negate() if isinstance(inner.value, Decimal) else -inner.value
-        return Literal(inner.kind, negated, inner.type)
+        return _negated(_literal(node.this), node.this)
     if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal | exp.Neg | exp.Paren):
         return _typed(node)
     if isinstance(node, exp.Add | exp.Sub):
@@ -333,6 +342,13 @@ def _literal(node: exp.Expr) -> Literal:
             return Literal("string", node.this)
         return _number(node.this)
     raise UnsupportedPredicateError(f"expected a literal, found {node.sql()!r}")
+
+
+def _negated(literal: Literal, node: exp.Expr) -> Literal:
+    if literal.kind not in ("int", "decimal", "float"):
+        raise UnsupportedPredicateError(f"cannot negate {node.sql()!r}")
+    negated = literal.value.copy_negate() if isinstance(literal.value, Decimal) else -literal.value
+    return Literal(literal.kind, negated, literal.type)
 
 
 def _typed(node: exp.Cast) -> Literal:
@@ -349,22 +365,43 @@ def _typed(node: exp.Cast) -> Literal:
             return _float(float(inner.value.strip()), arrow_type)
         except ValueError as error:
             raise PredicateParseError(f"malformed number {inner.value!r}") from error
-    number = _number(inner.value.strip()) if inner.kind == "string" else inner
+    if target == exp.DataType.Type.DECIMAL and inner.kind == "string":
+        number = Literal("decimal", exact_decimal(inner.value.strip()))  # '1E-10' of 1E-10BD is exact
+    else:
+        number = _number(inner.value.strip()) if inner.kind == "string" else inner
     if number.kind not in ("int", "decimal", "float"):
         raise UnsupportedPredicateError(f"unsupported literal {node.sql()!r}")
+    if number.kind == "float" and not math.isfinite(number.value) and target != exp.DataType.Type.DOUBLE:
+        raise PredicateParseError(f"the literal {node.sql()!r} has no value of that type")
     if arrow_type is not None:
         if pa.types.is_floating(arrow_type):
             return _float(float(number.value), arrow_type)
-        if number.kind != "int":
-            raise UnsupportedPredicateError(f"unsupported literal {node.sql()!r}")
+        whole = int(number.value)  # Spark's cast of a fraction to an integer type drops the fraction
         try:
-            pa.scalar(number.value, arrow_type)
+            pa.scalar(whole, arrow_type)
         except (pa.ArrowException, OverflowError) as error:
             raise PredicateParseError(f"the literal {node.sql()!r} is out of the range of {arrow_type}") from error
-        return Literal("int", number.value, arrow_type)
-    if target == exp.DataType.Type.DECIMAL and number.kind in ("int", "decimal"):
-        return Literal("decimal", exact_decimal(str(number.value)))
+        return Literal("int", whole, arrow_type)
+    if target == exp.DataType.Type.DECIMAL:
+        return _decimal(number.value, node)
     raise UnsupportedPredicateError(f"unsupported literal {node.sql()!r}")
+
+
+def _decimal(value: int | Decimal | float, node: exp.Cast) -> Literal:
+    """``CAST(value AS DECIMAL(p, s))`` (DECIMAL alone: (10, 0)) as Spark makes it: rounded half
+    up to ``s`` digits; more than ``p - s`` digits before the point is an error, as in Spark."""
+    params = [param.this for param in node.to.expressions]
+    try:
+        precision, scale = (int(params[0].this), int(params[1].this if len(params) > 1 else 0)) if params else (10, 0)
+    except (AttributeError, ValueError) as error:
+        raise UnsupportedPredicateError(f"unsupported decimal type in {node.sql()!r}") from error
+    if not 0 <= scale <= precision <= 38 or precision == 0:
+        raise PredicateParseError(f"DECIMAL({precision}, {scale}) in {node.sql()!r} is not a decimal type Spark has")
+    exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)  # a double as Spark prints it
+    rounded = exact.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP, context=Context(prec=80))
+    if rounded.adjusted() >= precision - scale and rounded != 0:
+        raise PredicateParseError(f"the literal {node.sql()!r} is out of the range of DECIMAL({precision}, {scale})")
+    return Literal("decimal", rounded, pa.decimal128(precision, scale))
 
 
 def _float(value: float, arrow_type: pa.DataType) -> Literal:

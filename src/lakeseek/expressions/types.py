@@ -101,11 +101,10 @@ def common_type(column_type: pa.DataType, literal_type: pa.DataType) -> pa.DataT
     if _is_number(c) and _is_number(lit):
         if pa.types.is_integer(c) and pa.types.is_integer(lit):
             return _wider_integer(c, lit)
-        if pa.types.is_float64(c) or pa.types.is_float64(lit):
-            return pa.float64()
         if pa.types.is_floating(c) or pa.types.is_floating(lit):
-            # FLOAT with an integer stays FLOAT; with a DECIMAL both become DOUBLE (Spark).
-            return pa.float64() if pa.types.is_decimal(c) or pa.types.is_decimal(lit) else pa.float32()
+            # FLOAT with anything but FLOAT is DOUBLE: ANSI skips FLOAT when widening, as an
+            # integer (2147483647) or a decimal does not fit in one.
+            return pa.float64()
         return _wider_decimal(c, lit)
     if pa.types.is_temporal(c) and pa.types.is_temporal(lit):
         if pa.types.is_date(c) and pa.types.is_date(lit):

@@ -67,8 +67,8 @@ def numbers(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
         array = array.cast(pa.int32()) if pa.types.is_date32(kind) else array.cast(pa.int64())
     elif pa.types.is_timestamp(kind):
         array = array.cast(pa.int64())
-    elif pa.types.is_decimal(kind):
-        array = array.cast(pa.float64(), safe=False)
+    elif pa.types.is_decimal(kind):  # by its text: Arrow's decimal to double is not correctly rounded
+        array = array.cast(pa.string()).cast(pa.float64())
     # Unsafe: integers beyond 2^53 (timestamps after 2255 in microseconds) round to the nearest
     # float64, which keeps their order (not strictly: neighbours may meet), all a position needs.
     found = array.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False).astype(np.float64, copy=True)
