@@ -90,6 +90,32 @@ def test_an_iceberg_table_with_renamed_columns_is_refused(iceberg):
         lakeseek.create_index(table.location().removeprefix("file://"), ["id"], engine="local")
 
 
+def test_a_column_the_iceberg_table_dropped_is_not_the_lakes(iceberg):
+    """Older files still hold it: it is not read, nor can a predicate name it; added again
+    under its name (a new column, NULL in older files), the table is refused."""
+    from pyiceberg.types import StringType
+
+    table = iceberg.load_table("ns.events")
+    location = table.location().removeprefix("file://")
+    lakeseek.create_index(location, ["id"], engine="local")
+    with table.update_schema() as update:
+        update.delete_column("region")
+    for index in (lakeseek.open_index(location), lakeseek.refresh_index(location, "full", engine="local")):
+        assert "region" not in index.schema.names and "region" not in index.read("id = 12").column_names
+        with pytest.raises(lakeseek.UnknownColumnError, match="unknown column 'region'"):
+            index.read("region = 'eu'")
+        _assert_exact(index, iceberg.load_table("ns.events").scan().to_arrow())
+    with iceberg.load_table("ns.events").update_schema() as update:
+        update.add_column("region", StringType())
+    iceberg.load_table("ns.events").append(_rows(500, 5))
+    for attempt in (
+        lambda: lakeseek.open_index(location).read("region = 'eu'"),
+        lambda: lakeseek.refresh_index(location, engine="local"),
+    ):
+        with pytest.raises(lakeseek.UnsupportedLakeError, match="dropped column 'region' and added another"):
+            attempt()
+
+
 @pytest.fixture()
 def catalog_config(iceberg, tmp_path, monkeypatch):
     """The fixture's catalog in pyiceberg's own configuration, as ``test``."""

@@ -241,8 +241,9 @@ class Index:
 
     def schema_of(self, state: LakeState) -> pa.Schema:
         """The lake's schema in ``state`` (README, "The lake's schema"): the index's,
-        with the files it does not cover merged in (wider types, new columns) and the
-        partition columns typed as the lake source gives them now. A file whose column
+        with the files it does not cover merged in (wider types, new columns), the
+        partition columns typed as the lake source gives them now, and no column a table
+        dropped. A file whose column
         has no exact common type with the lake's is an error naming it."""
         remembered = self._version.schema_of
         if remembered is not None and remembered[0] is state:
@@ -255,6 +256,7 @@ class Index:
             types = current_partition_types(schema, partitions, self._version.partition_types(), now)
             schema = with_partition_types(schema, types)
         schema = merge_schemas(schema, self._shared.file_schemas(self.lake, sorted(state.unindexed), state), partitions)
+        schema = self.lake.visible_columns(schema)
         self._version.schema_of = (state, schema)
         return schema
 

@@ -190,6 +190,11 @@ class LakeSource(ABC):
         index covered), where the files say (see :func:`lakeseek.lake.schemas.current_partition_types`)."""
         return {}
 
+    def visible_columns(self, schema: pa.Schema) -> pa.Schema:
+        """The lake's columns among ``schema`` (its files' columns, merged): all of them, but
+        for a table whose own schema dropped columns its older files still hold."""
+        return schema
+
     def recorded_statistics(self, files: Sequence[str], schema: pa.Schema) -> dict[str, dict[str, ColumnStatistics]]:
         """What the table's own metadata records of data files' columns (of ``schema``, the
         lake's): per file, per column it records in full, bounds holding every non-NULL value of

@@ -7,9 +7,10 @@ removed). The version is the newest metadata file's name: checking it costs one 
 ``metadata/`` after the name an index recorded. Iceberg writes every column, partition source
 columns included, into its data files, so the lake has no partition columns of its own.
 
-Not read yet, and refused rather than read wrong: delete files (merge-on-read deletes) and
-columns renamed since files were written (Iceberg matches columns by id, Parquet readers by
-name).
+Not read yet, and refused rather than read wrong: delete files (merge-on-read deletes), and
+columns renamed, or dropped and added again under their name, since files were written
+(Iceberg matches columns by id, Parquet readers by name). A dropped column is not one of the
+lake's, though older files hold it.
 """
 
 from __future__ import annotations
@@ -182,7 +183,11 @@ class IcebergSource(LakeSource):
         return found
 
     def _refuse_renamed_columns(self, table) -> None:
+        """Iceberg matches a file's columns with the table's by id, lakeseek by name: a column
+        renamed, or dropped and added again (a new id under an old name, NULL in older files),
+        would be read wrong, so the table is refused."""
         current = {field.field_id: field.name for field in table.schema().fields}
+        ids = {name: field_id for field_id, name in current.items()}
         for schema in table.metadata.schemas:
             for field in schema.fields:
                 if field.field_id in current and current[field.field_id] != field.name:
@@ -190,6 +195,19 @@ class IcebergSource(LakeSource):
                         f"Iceberg table {self.shown_root} renamed column {field.name!r} to "
                         f"{current[field.field_id]!r}: lakeseek reads columns by name and does not follow renames yet"
                     )
+                if ids.get(field.name, field.field_id) != field.field_id:
+                    raise UnsupportedLakeError(
+                        f"Iceberg table {self.shown_root} dropped column {field.name!r} and added another of that "
+                        "name: lakeseek reads columns by name and cannot tell the two apart in older files yet"
+                    )
+
+    def visible_columns(self, schema: pa.Schema) -> pa.Schema:
+        """``schema`` without the columns the table dropped: its older files still hold them."""
+        if not self._fields:  # no snapshot taken yet by this process: the current schema alone
+            with table_errors(self, *_LIBRARY_ERRORS):
+                self._fields = {field.name: field for field in self._table(self.version()).schema().fields}
+        kept = [field for field in schema if field.name in self._fields]
+        return schema if len(kept) == len(schema) else pa.schema(kept, metadata=schema.metadata)
 
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The table's schema (its columns by name; Iceberg's field ids are not kept)."""
