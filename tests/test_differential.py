@@ -527,12 +527,21 @@ LITERAL_TYPING = [
 
 @pytest.mark.parametrize("where", LITERAL_TYPING)
 def test_literals_are_typed_as_spark_types_them(differential_lake, spark, front_ends, where):
-    (expected,) = _spark_truth(spark, [where])
-    assert not isinstance(expected, Exception), expected
-    index = front_ends["index"]
-    assert sorted(index.read(where, columns=["id"]).column("id").to_pylist()) == sorted(expected)
-    assert sorted(index.scan(where, columns=["id"]).column("id").to_pylist()) == sorted(expected)
-    assert _served_ids(front_ends["service"], where) == sorted(expected)  # every index kind weighed
+    expected, index = _spark_ids(spark, where), front_ends["index"]
+    assert _read_ids(index, where) == expected
+    assert sorted(index.scan(where, columns=["id"]).column("id").to_pylist()) == expected
+    assert _served_ids(front_ends["service"], where) == expected  # every index kind weighed
+
+
+def _spark_ids(spark, where: str) -> list[int]:
+    """The ids of the rows Spark finds ``where`` TRUE for, sorted (Spark must answer it)."""
+    (found,) = _spark_truth(spark, [where])
+    assert not isinstance(found, Exception), found
+    return sorted(found)
+
+
+def _read_ids(index, where: str) -> list[int]:
+    return sorted(index.read(where, columns=["id"]).column("id").to_pylist())
 
 
 SIGNED_ZEROS_AND_NANS = [
@@ -562,10 +571,8 @@ def test_signed_zeros_and_nans_through_every_front_end(differential_lake, spark,
     """-0.0 equals 0.0, NaN equals NaN and is above every number (Spark's SQL): Spark's Parquet
     reader, filtering row groups by their dictionaries, compared floats by their bits and
     dropped -0.0 for `= 0.0`; two columns were compared by IEEE's rules (NaN = NaN false)."""
-    (expected,) = _spark_truth(spark, [where])
-    assert not isinstance(expected, Exception), expected
-    expected, spark_where = sorted(expected), to_spark_sql(where)
-    assert sorted(front_ends["index"].read(where, columns=["id"]).column("id").to_pylist()) == expected
+    expected, spark_where = _spark_ids(spark, where), to_spark_sql(where)
+    assert _read_ids(front_ends["index"], where) == expected
     assert _ids_of(to_spark(front_ends["index"], spark, where)) == expected
     assert _ids_of(front_ends["frame"].where(spark_where)) == expected
     for view in ("differential_jvm", "differential_python", "differential_table"):
