@@ -522,7 +522,32 @@ LITERAL_TYPING = [
     "i32 = CAST(5.7 AS INT)",
     "i32 = CAST(-5.7E0 AS INT)",
     "i64 = -9223372036854775808L",
+    # Past 38 digits Spark keeps the integer digits and rounds the rest (0.104 is not 0.10).
+    "dec = 0.1040000000000000000000000000000001",
+    "i32 = 0.0000000000000000000000000000000000001",
+    "dec < dec38",
+    "dec >= dec38",
+    # A string cast to DOUBLE as Java parses it.
+    "f64 = '1.5d'",
+    "f64 <= '0x1p3'",
 ]
+
+# Predicates Spark refuses, which lakeseek must refuse too rather than answer.
+SPARK_REFUSES = [
+    "i32 = -(-2147483648)",
+    "i8 = -(-128Y)",
+    "f64 = '1_000'",
+    "dec > '1_0'",
+    "i32 = CAST('5.0' AS INT)",
+]
+
+
+@pytest.mark.parametrize("where", SPARK_REFUSES)
+def test_what_spark_refuses_is_refused(differential_lake, spark, front_ends, where):
+    (found,) = _spark_truth(spark, [where])
+    assert isinstance(found, Exception), found
+    with pytest.raises(LakeseekError):
+        front_ends["index"].read(where)
 
 
 @pytest.mark.parametrize("where", LITERAL_TYPING)

@@ -442,6 +442,31 @@ def test_integer_literal_against_a_decimal_beyond_spark_s_precision(tmp_path):
     assert index.read("d IN (12, 13)", ["id"]).column("id").to_pylist() == [1]
 
 
+def test_decimal_columns_whose_common_type_passes_38_digits(tmp_path):
+    """Spark keeps the integer digits and rounds the scale (half up): 9999999.99 < 5 is false,
+    not true as a cast that wraps around says; an integer column with one of 37 decimals compares."""
+    root = str(tmp_path / "lake")
+    narrow = [Decimal("9999999.99"), Decimal("127.00"), Decimal("-99.99"), Decimal("0.50")]
+    fine = [Decimal("5"), Decimal("0.3"), Decimal("1"), Decimal("0.7")]
+    table = pa.table(
+        {
+            "id": [0, 1, 2, 3],
+            "narrow": pa.array(narrow, pa.decimal128(9, 2)),
+            "fine": pa.array(fine, pa.decimal128(38, 37)),
+            "small": pa.array([0, 1, 1, -1], pa.int8()),
+        }
+    )
+    _write(f"{root}/part-0.parquet", table)
+    index = lakeseek.create_index(root, ["id"], engine="local")
+    for where, expected in [
+        ("narrow < fine", [2, 3]),
+        ("narrow >= fine", [0, 1]),
+        ("small < fine", [0, 3]),
+        ("small = fine", [2]),
+    ]:
+        assert sorted(index.read(where, ["id"]).column("id").to_pylist()) == expected, where
+
+
 # -- 5. format "lakeseek" when Parquet runs on DataSource V2 --------------------------------------
 def test_jvm_source_works_when_parquet_is_on_datasource_v2(spark, partition_lake):
     assert lakeseek.spark.register(spark)

@@ -224,6 +224,9 @@ def _cast(field: pc.Expression, column_type: pa.DataType, compared: pa.DataType)
         # Arrow's decimal to double is not correctly rounded (99.99 becomes 99.99000000000001);
         # its parse of the decimal's text is, as Spark's cast is.
         field = field.cast(pa.string())
+    elif pa.types.is_decimal(column_type) and pa.types.is_decimal(compared) and compared.scale < column_type.scale:
+        # Past 38 digits Spark gives up scale (see common_type), rounding half up: Arrow's cast truncates.
+        field = pc.Expression._call("round", [field], pc.RoundOptions(compared.scale, "half_towards_infinity"))
     return field.cast(compared, safe=False)
 
 

@@ -16,7 +16,7 @@ from functools import reduce
 
 import pyarrow as pa
 
-from lakeseek.exceptions import PredicateTypeError, UnknownColumnError
+from lakeseek.exceptions import PredicateTypeError, UnknownColumnError, UnsupportedPredicateError
 from lakeseek.expressions import (
     And,
     ColumnComparison,
@@ -32,7 +32,6 @@ from lakeseek.expressions import (
 )
 from lakeseek.expressions.rounding import domain, round_exact
 from lakeseek.expressions.types import (
-    MAX_DECIMAL_PRECISION,
     common_type,
     decimal_literal_type,
     integer_literal_type,
@@ -85,6 +84,10 @@ def compare(op: str, field: pa.Field, literal: Literal, *, within: pa.DataType |
     """
     column_type = value_type(field.type)
     value, literal_type = typed_literal(literal, within or column_type, field.name)
+    if within is None and literal.kind == "int" and literal.type is None and pa.types.is_decimal(column_type):
+        # Compared with a decimal, a bare integer is a decimal of its own digits (Spark's
+        # DecimalType.fromLiteral), not an INT's ten: it never costs the column scale.
+        literal_type = decimal_literal_type(Decimal(value))
     common = common_type(within or column_type, literal_type)
     if common is None:
         raise _mismatch(literal, column_type, field.name)
@@ -93,9 +96,14 @@ def compare(op: str, field: pa.Field, literal: Literal, *, within: pa.DataType |
     exact = domain(column_type)
     if exact is None:  # strings, binary, booleans: compared as they are
         return Comparison(op, field.name, Literal("value", value, common))
-    if pa.types.is_decimal(common) and _overflows(column_type, literal_type):
-        # Spark casts the literal to the column's decimal type when no decimal holds both.
-        value = Decimal(value).quantize(Decimal(1).scaleb(-column_type.scale), rounding=ROUND_HALF_UP, context=_EXACT)
+    # No decimal of 38 digits holds both sides: Spark rounds (half up) to the scale it keeps.
+    if pa.types.is_decimal(common) and common.scale < _scale(column_type):
+        raise UnsupportedPredicateError(
+            f"comparing column '{field.name}' ({column_type}) with {literal.value} ({literal_type}) makes Spark "
+            f"round the column's values to {common.scale} decimal places first, which lakeseek does not do yet"
+        )
+    if pa.types.is_decimal(common) and common.scale < _scale(literal_type):
+        value = Decimal(value).quantize(Decimal(1).scaleb(-common.scale), rounding=ROUND_HALF_UP, context=_EXACT)
     try:
         rounded = round_exact(op, value, exact)
     except (OverflowError, ValueError, pa.ArrowException):
@@ -110,12 +118,8 @@ def compare(op: str, field: pa.Field, literal: Literal, *, within: pa.DataType |
 _EXACT = Context(prec=MAX_PRECISION)
 
 
-def _overflows(column_type: pa.DataType, literal_type: pa.DataType) -> bool:
-    def digits(t: pa.DataType) -> tuple[int, int]:
-        return (t.precision - t.scale, t.scale) if pa.types.is_decimal(t) else (20, 0)
-
-    (column_int, column_scale), (literal_int, literal_scale) = digits(column_type), digits(literal_type)
-    return max(column_int, literal_int) + max(column_scale, literal_scale) > MAX_DECIMAL_PRECISION
+def _scale(arrow_type: pa.DataType) -> int:
+    return arrow_type.scale if pa.types.is_decimal(arrow_type) else 0
 
 
 def for_every_value(column: str, outcome: bool) -> Predicate:

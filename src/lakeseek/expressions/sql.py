@@ -43,6 +43,8 @@ from lakeseek.expressions.types import (
     epoch_days,
     epoch_micros,
     exact_decimal,
+    integer_literal_type,
+    java_double,
     parse_date,
     parse_timestamp,
     timestamp_text,
@@ -348,7 +350,19 @@ def _negated(literal: Literal, node: exp.Expr) -> Literal:
     if literal.kind not in ("int", "decimal", "float"):
         raise UnsupportedPredicateError(f"cannot negate {node.sql()!r}")
     negated = literal.value.copy_negate() if isinstance(literal.value, Decimal) else -literal.value
+    # An integer keeps its type when negated (an untyped one is INT, BIGINT or DECIMAL by its value).
+    typed = literal.type or (integer_literal_type(literal.value) if literal.kind == "int" else None)
+    if typed is not None and pa.types.is_integer(typed) and not _fits(negated, typed):
+        raise PredicateParseError(f"{node.sql()!r} negated overflows {typed} (Spark: ARITHMETIC_OVERFLOW)")
     return Literal(literal.kind, negated, literal.type)
+
+
+def _fits(value: int, integer_type: pa.DataType) -> bool:
+    try:
+        pa.scalar(value, integer_type)
+    except (pa.ArrowException, OverflowError):
+        return False
+    return True
 
 
 def _typed(node: exp.Cast) -> Literal:
@@ -362,7 +376,7 @@ def _typed(node: exp.Cast) -> Literal:
     arrow_type = _NUMERIC_TYPES.get(target)
     if arrow_type is not None and pa.types.is_floating(arrow_type) and inner.kind == "string":
         try:  # CAST('NaN' AS DOUBLE), CAST('-Infinity' AS FLOAT)
-            return _float(float(inner.value.strip()), arrow_type)
+            return _float(java_double(inner.value), arrow_type)
         except ValueError as error:
             raise PredicateParseError(f"malformed number {inner.value!r}") from error
     if target == exp.DataType.Type.DECIMAL and inner.kind == "string":
@@ -376,11 +390,11 @@ def _typed(node: exp.Cast) -> Literal:
     if arrow_type is not None:
         if pa.types.is_floating(arrow_type):
             return _float(float(number.value), arrow_type)
+        if inner.kind == "string" and number.kind != "int":  # Spark: CAST_INVALID_INPUT
+            raise PredicateParseError(f"the string {inner.value!r} cannot be cast to {arrow_type}")
         whole = int(number.value)  # Spark's cast of a fraction to an integer type drops the fraction
-        try:
-            pa.scalar(whole, arrow_type)
-        except (pa.ArrowException, OverflowError) as error:
-            raise PredicateParseError(f"the literal {node.sql()!r} is out of the range of {arrow_type}") from error
+        if not _fits(whole, arrow_type):
+            raise PredicateParseError(f"the literal {node.sql()!r} is out of the range of {arrow_type}")
         return Literal("int", whole, arrow_type)
     if target == exp.DataType.Type.DECIMAL:
         return _decimal(number.value, node)

@@ -64,12 +64,17 @@ def _wider_integer(left: pa.DataType, right: pa.DataType) -> pa.DataType:
 
 
 def _wider_decimal(left: pa.DataType, right: pa.DataType) -> pa.DataType:
+    """Spark's decimal both sides are compared in: past 38 digits it keeps the integer
+    digits and gives up scale, rounding (half up) the side with more."""
     left = _integer_as_decimal(left) if pa.types.is_integer(left) else left
     right = _integer_as_decimal(right) if pa.types.is_integer(right) else right
     scale = max(left.scale, right.scale)
     digits = max(left.precision - left.scale, right.precision - right.scale)
-    # Past 38 digits Spark gives up scale; lakeseek compares decimals exactly (see rounding).
-    return pa.decimal128(min(digits + scale, MAX_DECIMAL_PRECISION), min(scale, MAX_DECIMAL_PRECISION - 1))
+    if max(left.precision, right.precision) > MAX_DECIMAL_PRECISION:  # no Spark type: compared exactly
+        return pa.decimal256(min(digits + scale, 76), scale)
+    if digits + scale > MAX_DECIMAL_PRECISION:
+        scale = max(MAX_DECIMAL_PRECISION - digits, 0)
+    return pa.decimal128(min(digits + scale, MAX_DECIMAL_PRECISION), scale)
 
 
 def _is_number(arrow_type: pa.DataType) -> bool:
@@ -259,7 +264,30 @@ def _offset(zone: str | None, text: str) -> dt.timedelta:
     return sign * dt.timedelta(hours=hours, minutes=minutes, seconds=seconds)
 
 
-_INTEGER_TEXT = re.compile(r"[+-]?\d+")
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")  # ASCII digits: int() takes any script's
+_DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_DECIMAL_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?")
+_HEX_FLOAT = re.compile(r"([+-]?)0[xX]((?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?")
+_SPECIAL_FLOATS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf}
+_SPECIAL_FLOATS |= {"-inf": -math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
+
+
+def java_double(text: str) -> float:
+    """``text`` as Spark casts a string to DOUBLE: its words for infinity and NaN, then Java's
+    ``Double.parseDouble`` (a trailing ``d`` or ``f``, hexadecimal ``0x1p3``; no ``_`` between
+    digits, no other script's digits, as Python's ``float`` would take). ValueError otherwise."""
+    stripped = text.strip()
+    special = _SPECIAL_FLOATS.get(stripped.lower())
+    if special is not None:
+        return special
+    if _DECIMAL_FLOAT.fullmatch(stripped):
+        return float(stripped.rstrip("fFdD"))
+    hexadecimal = _HEX_FLOAT.fullmatch(stripped)
+    if hexadecimal:
+        return float.fromhex(f"{hexadecimal[1]}0x{hexadecimal[2]}")
+    raise ValueError(f"not a number: {text!r}")
+
+
 _BOOLEANS = {"t": True, "true": True, "y": True, "yes": True, "1": True, "f": False, "false": False, "n": False}
 _BOOLEANS |= {"no": False, "0": False}
 
@@ -286,7 +314,7 @@ def string_as(text: str, column_type: pa.DataType) -> tuple[object, pa.DataType]
     if pa.types.is_decimal(column_type) or pa.types.is_floating(column_type):
         # Spark compares a decimal column with a string as two doubles.
         try:
-            return float(stripped), pa.float64()
+            return java_double(stripped), pa.float64()
         except ValueError as error:
             raise malformed() from error
     if pa.types.is_boolean(column_type):
@@ -305,6 +333,8 @@ def string_as(text: str, column_type: pa.DataType) -> tuple[object, pa.DataType]
 
 
 def exact_decimal(text: str) -> Decimal:
+    if not _DECIMAL_TEXT.fullmatch(text.strip()):  # Decimal() would take 1_000 and other scripts' digits
+        raise PredicateParseError(f"malformed number {text!r}")
     try:
         number = Decimal(text)
     except InvalidOperation as error:
