@@ -527,9 +527,11 @@ LITERAL_TYPING = [
     "i32 = 0.0000000000000000000000000000000000001",
     "dec < dec38",
     "dec >= dec38",
-    # A string cast to DOUBLE as Java parses it.
+    # A string cast to DOUBLE as Java parses it; in an IN list, to the type the other members make.
     "f64 = '1.5d'",
     "f64 <= '0x1p3'",
+    "i32 IN ('5.0', 0.3D)",
+    "i32 NOT IN (1.5, '114')",
 ]
 
 # Predicates Spark refuses, which lakeseek must refuse too rather than answer.

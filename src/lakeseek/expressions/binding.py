@@ -136,11 +136,12 @@ def _bind_in(field: pa.Field, literals: tuple[Literal, ...]) -> Predicate:
     floating point stay comparisons, NULL stays NULL."""
     column_type = value_type(field.type)
     within = column_type
-    for literal in literals:
-        if literal.kind != "null":
-            within = common_type(within, typed_literal(literal, column_type, field.name)[1])
-            if within is None:
-                raise _mismatch(literal, column_type, field.name)
+    # Strings last, cast to the type the other members make: ('5.0', 0.3D) on an integer
+    # column compares doubles, so '5.0' is read as a double, not refused as an integer.
+    for literal in sorted((m for m in literals if m.kind != "null"), key=lambda m: m.kind == "string"):
+        within = common_type(within, typed_literal(literal, within, field.name)[1])
+        if within is None:
+            raise _mismatch(literal, column_type, field.name)
     members: list[object] = []
     others: list[Predicate] = []
     for literal in literals:
