@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lakeseek
+import lakeseek.spark
 from tests.lakes import all_rows, ids
 
 INDEX = "_lakeseek/default"
@@ -434,3 +435,66 @@ def test_a_handle_on_a_vacuumed_version_says_to_reopen_once(lake_copy, spark, ca
     warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
     assert len(warnings) == 1 and "open the index again" in warnings[0] and "damaged" not in warnings[0], warnings
     assert ids(lakeseek.open_index(lake_copy).read("id = 5")) == expected
+
+
+def _lake_of_ten_files(root: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    os.makedirs(root)
+    for number in range(10):
+        ids_ = list(range(number * 30, number * 30 + 30))
+        pq.write_table(pa.table({"id": ids_, "name": [f"n{i % 7}" for i in ids_]}), f"{root}/part-{number}.parquet")
+
+
+def _change_a_byte_parquet_still_decodes(root: str, prefix: str) -> None:
+    """Flip the first byte of the index file named ``prefix...`` whose flip pyarrow still decodes
+    (without checking checksums) into other values: a raw zstd block holds no checksum of its own."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    walked = os.walk(f"{root}/_lakeseek")
+    [target] = [os.path.join(d, name) for d, _, names in walked for name in names if name.startswith(prefix)]
+    with open(target, "rb") as original:
+        data = original.read()
+    before = pq.read_table(io.BytesIO(data))
+    for position in range(4, len(data) - 8):
+        changed = bytearray(data)
+        changed[position] ^= 0x10
+        try:
+            after = pq.read_table(io.BytesIO(bytes(changed)))
+        except (OSError, pa.ArrowException):
+            continue
+        if after.num_rows == before.num_rows and not after.equals(before):
+            with open(target, "wb") as out:
+                out.write(bytes(changed))
+            return
+    pytest.fail(f"no byte of {target} changes what it holds and still decodes")
+
+
+@pytest.mark.parametrize(
+    ("kind", "prefix", "options"),
+    [("skipping", "sketches-", {}), ("cuckoo", "cuckoo-", {}), ("covering", "rows-", {"include": ["name"]})],
+)
+def test_a_byte_changed_where_parquet_still_decodes_never_costs_rows(tmp_path, caplog, kind, prefix, options):
+    """The pages' checksums catch the change, so every file the index would have left is read."""
+    root = str(tmp_path / "lake")
+    _lake_of_ten_files(root)
+    lakeseek.create_index(root, ["id"], kind=kind, name=kind, engine="local", **options)
+    _change_a_byte_parquet_still_decodes(root, prefix)
+    index = lakeseek.open_index(root, name=kind)
+    answers = {k: index.query(f"id = {k}", columns=["id"]) for k in range(300)}
+    assert [k for k, (rows, _) in answers.items() if rows.num_rows != 1] == []
+    assert "damaged" in caplog.text  # and it says so
+
+
+def test_a_covering_frame_over_a_changed_row_file_fails_rather_than_answers(tmp_path, spark):
+    root = str(tmp_path / "lake")
+    _lake_of_ten_files(root)
+    lakeseek.create_index(root, ["id"], kind="covering", engine="local", include=["name"])
+    _change_a_byte_parquet_still_decodes(root, "rows-")
+    frame = lakeseek.spark.covering_frame(lakeseek.open_index(root), spark)
+    with pytest.raises(Exception, match=r"(?i)checksum|crc"):
+        frame.collect()

@@ -317,8 +317,9 @@ class Index:
                 return None  # a column typed otherwise since indexing (or not recorded at all)
             lookup = self._planner(state).covering(predicate)
             rows = None if lookup is None else lookup.rows(needed)
-        except IndexCorruptError:
-            return None  # the plan then reads the lake and says why
+        except IndexCorruptError as error:
+            self._unusable(error)  # said once; the plan then reads the lake
+            return None
         if rows is None:
             return None
         live = pa.array(list(state.indexed), pa.int32())

@@ -96,7 +96,10 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
     if paths:
         uris = [literal_path(index.storage.uri(f"{index.index_dir}/{path}")) for path in paths]
         with_file = StructType([*carried_schema.fields, StructField(ROW_FILE, IntegerType())])
-        rows = PARQUET.spark_read(spark.read.schema(with_file), uris, floats_filtered=floats)
+        # parquet-mr checks the pages' checksums only when asked: a damaged row file fails the
+        # query instead of answering from what it now says.
+        checked = spark.read.schema(with_file).option("parquet.page.verify-checksum.enabled", "true")
+        rows = PARQUET.spark_read(checked, uris, floats_filtered=floats)
         if index.root.lineage.removed or state.removed or state.changed:
             # Rows of files removed or rewritten since (kept by the row files until a full optimize).
             live = spark.createDataFrame(pa.table({ROW_FILE: pa.array(list(state.indexed), pa.int32())}))

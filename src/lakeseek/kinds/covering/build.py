@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakeseek.exceptions import LakeseekError, UnsupportedColumnError
+from lakeseek.exceptions import IndexCorruptError, LakeseekError, UnsupportedColumnError
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import keys_of
 from lakeseek.io import Stamp, Storage
@@ -72,7 +72,7 @@ def merge_segments(
     for segment in segments:
         for row_file in segment.row_files:
             path = f"{files.index_dir}/{row_file.path}"
-            table = pq.read_table(io.BytesIO(storage.read(path)), columns=[*carried, ROW_KEY, ROW_FILE])
+            table = read_row_file(storage, path, [*carried, ROW_KEY, ROW_FILE])
             gone = pa.array(sorted(removed), pa.int32())
             tables.append(table.filter(pc.invert(pc.is_in(table.column(ROW_FILE), value_set=gone))))
     try:  # segments written before a carried column widened hold the narrower type
@@ -87,6 +87,17 @@ def merge_segments(
     return write_segment(storage, files, first.column, carried, rows, chunk_rows)
 
 
+def read_row_file(storage: Storage, path: str, columns: list[str]) -> pa.Table:
+    """A row file whole, its pages' checksums checked: a damaged one fails the operation (a full
+    refresh rebuilds from the lake) instead of passing its damage on to the segment written."""
+    try:
+        return pq.read_table(io.BytesIO(storage.read(path)), columns=columns, page_checksum_verification=True)
+    except FileNotFoundError as error:
+        raise IndexCorruptError(f"the covering index file {path} is missing") from error
+    except (OSError, pa.ArrowException) as error:
+        raise IndexCorruptError(f"the covering index file {path} is damaged ({error})") from error
+
+
 def write_segment(
     storage: Storage, files: OperationFiles, column: str, carried: tuple[str, ...], rows: pa.Table, chunk_rows: int
 ) -> RowSegment:
@@ -96,7 +107,7 @@ def write_segment(
     for start in range(0, rows.num_rows, ROWS_PER_FILE):
         part = rows.slice(start, ROWS_PER_FILE)
         sink = io.BytesIO()
-        pq.write_table(part, sink, row_group_size=chunk_rows, compression="zstd")
+        pq.write_table(part, sink, row_group_size=chunk_rows, compression="zstd", write_page_checksum=True)
         path = f"{files.data_dir}/rows-{uuid.uuid4().hex}.parquet"
         storage.write(f"{files.index_dir}/{path}", sink.getvalue())
         keys = part.column(ROW_KEY)

@@ -139,7 +139,9 @@ class CoveringReader(KindReader):
             end = max((c.dictionary_page_offset or c.data_page_offset) + c.total_compressed_size for c in chunks)
             ranges[start] = self._bytes(path, start, end - start)
         try:
-            reader = pq.ParquetFile(_Prefetched(ranges, row_file.size), metadata=footer, pre_buffer=False)
+            reader = pq.ParquetFile(
+                _Prefetched(ranges, row_file.size), metadata=footer, pre_buffer=False, page_checksum_verification=True
+            )
             table = reader.read_row_groups(groups, columns=wanted, use_threads=False)
         except (OSError, pa.ArrowException) as error:
             raise IndexCorruptError(f"the covering index file {path} is damaged ({error})") from error

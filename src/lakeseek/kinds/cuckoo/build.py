@@ -121,7 +121,7 @@ def read_directory(storage: Storage, index_dir: str, segment: FilterSegment) -> 
     """A segment's directory file as arrays, checked against the root."""
     path = f"{index_dir}/{segment.directory}"
     try:
-        table = pq.read_table(io.BytesIO(storage.read(path)))
+        table = pq.read_table(io.BytesIO(storage.read(path)), page_checksum_verification=True)
         if table.schema != DIRECTORY_SCHEMA:
             raise ValueError(f"its schema is {table.schema}")
     except FileNotFoundError as error:
@@ -167,7 +167,7 @@ def write_segment(
         schema=DIRECTORY_SCHEMA,
     )
     sink = io.BytesIO()
-    pq.write_table(directory, sink, compression="zstd")
+    pq.write_table(directory, sink, compression="zstd", write_page_checksum=True)
     directory_path = f"{files.data_dir}/cuckoo-{uuid.uuid4().hex}.parquet"
     storage.write(f"{files.index_dir}/{directory_path}", sink.getvalue())
     total = int(filters.slots.sum())

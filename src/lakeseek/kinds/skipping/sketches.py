@@ -154,7 +154,7 @@ def column_bytes(data: bytes) -> dict[str, int]:
 
 def encode_segment(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd", row_group_size=max(1, table.num_rows))
+    pq.write_table(table, sink, compression="zstd", row_group_size=max(1, table.num_rows), write_page_checksum=True)
     return sink.getvalue().to_pybytes()
 
 
@@ -169,7 +169,7 @@ def read_segment(storage: Storage, path: str, size: int, rows: int, columns: lis
     what the root says it is."""
     try:
         with storage.open_input(path, size) as source:
-            parquet = pq.ParquetFile(source)
+            parquet = pq.ParquetFile(source, page_checksum_verification=True)
             names = parquet.schema_arrow.names
             if parquet.metadata.num_rows != rows or FILE_ID not in names or ROW_GROUP not in names:
                 raise IndexCorruptError(f"sketch file {path} does not hold the {rows:,} rows its index names")
