@@ -243,8 +243,8 @@ class Index:
         """The lake's schema in ``state`` (README, "The lake's schema"): the index's,
         with the files it does not cover merged in (wider types, new columns), the
         partition columns typed as the lake source gives them now, and no column a table
-        dropped. A file whose column
-        has no exact common type with the lake's is an error naming it."""
+        dropped. A file whose column has no exact common type with the lake's is an error
+        naming it."""
         remembered = self._version.schema_of
         if remembered is not None and remembered[0] is state:
             return remembered[1]
