@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+import lakeseek
 from lakeseek.cli.main import main
 from tests.lakes import SCHEMA, all_rows, data_files, ids, matching, to_sql
 
@@ -224,6 +225,19 @@ def test_a_damaged_log_reads_every_file_and_says_so(lake_copy, damage, message):
         assert result.exit_code == 0, result.stderr
         assert sorted(json.loads(line)["id"] for line in result.stdout.splitlines()) == ids(matching(rows, tree))
         assert message in result.stderr and "every file is read" in result.stderr, result.stderr
+
+
+def test_a_skipped_damaged_newest_entry_is_named_in_a_note(lake_copy):
+    """The library's warning reaches the CLI's user, once, as notes do."""
+    rows = all_rows(lake_copy)
+    lakeseek.refresh_index(lake_copy, mode="full", engine="local")  # version 1, then damaged
+    with open(f"{lake_copy}/_lakeseek/default/log/{1:020d}.json", "r+b") as entry:
+        entry.truncate(100)
+    result = _run("query", lake_copy, "--where", "id = 5", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == ids(matching(rows, ("=", "id", 5)))
+    named = [line for line in result.stderr.splitlines() if "00000000000000000001.json" in line]
+    assert len(named) == 1 and named[0].startswith("note: ") and "using version 0" in named[0], result.stderr
 
 
 def test_an_index_of_a_future_format_is_a_clear_error(lake_copy):

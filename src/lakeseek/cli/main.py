@@ -14,6 +14,7 @@ from lakeseek.cli.common import handled, index_option, lake_argument, name_optio
 from lakeseek.cli.output import (
     add_text_row,
     fail,
+    library_notes,
     note_plan,
     print_rows,
     rows_json,
@@ -59,8 +60,10 @@ def run() -> None:
 @click.option("-v", "--verbose", is_flag=True, help="Log what lakeseek does (to stderr).")
 def main(verbose: bool) -> None:
     """Find rows in Parquet data lakes through an index stored in the lake."""
-    # Without -v the CLI reports what matters itself (notes on stderr), so the library's warnings stay quiet.
+    # Without -v the library's warnings are notes on stderr (each once), and nothing else it logs.
     logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, format="%(name)s: %(message)s")
+    if not verbose:
+        click.get_current_context().call_on_close(library_notes())
 
 
 for command in [*changes.COMMANDS, *layout.COMMANDS, *serve.COMMANDS]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -51,16 +53,49 @@ def when(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+_NOTED: set[str] = set()
+
+
+def note(message: str) -> None:
+    """``message`` on stderr as a note, once per command (a plan's reason is often a warning
+    the library gave already)."""
+    if message not in _NOTED:
+        _NOTED.add(message)
+        stderr.print(f"note: {message}", markup=False)
+
+
+class _LibraryNotes(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        note(record.getMessage())
+
+
+def library_notes() -> Callable[[], None]:
+    """For one command, the library's warnings (a damaged log entry skipped, an index left
+    out) as notes, and nothing else it logs; returns what puts its logging back as it was."""
+    library = logging.getLogger("lakeseek")
+    handler, level, propagate = _LibraryNotes(), library.level, library.propagate
+    _NOTED.clear()
+    library.addHandler(handler)
+    library.setLevel(logging.WARNING)
+    library.propagate = False
+
+    def restore() -> None:
+        library.removeHandler(handler)
+        library.setLevel(level)
+        library.propagate = propagate
+
+    return restore
+
+
 def note_plan(plan: Plan) -> None:
     """Tell (on stderr) when a query read every file because of the index's state, or when the
     index is stale."""
     if plan.fallback is not None and plan.fallback.is_about_the_index:
-        stderr.print(f"note: {plan.reason}", markup=False)
+        note(plan.reason)
     elif plan.is_stale:
-        stderr.print(
-            f"note: the index is stale: {plan.unindexed_files} new or changed files were read without it, "
-            f"{plan.removed_files} removed files skipped (see `lakeseek status`)",
-            markup=False,
+        note(
+            f"the index is stale: {plan.unindexed_files} new or changed files were read without it, "
+            f"{plan.removed_files} removed files skipped (see `lakeseek status`)"
         )
 
 
