@@ -266,7 +266,7 @@ def _offset(zone: str | None, text: str) -> dt.timedelta:
 
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")  # ASCII digits: int() takes any script's
 _DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_DECIMAL_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?")
+_DECIMAL_FLOAT = re.compile(_DECIMAL_TEXT.pattern + "[fFdD]?")  # Java's: a d or f may end it
 _HEX_FLOAT = re.compile(r"([+-]?)0[xX]((?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?")
 _SPECIAL_FLOATS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf}
 _SPECIAL_FLOATS |= {"-inf": -math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
