@@ -8,6 +8,7 @@ files it left and (analyze) how many hold no match; a damaged index gives way to
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -191,6 +192,27 @@ def test_an_unreadable_index_in_the_cli_answers_and_its_status_is_an_error(unrea
         assert "refresh --mode full" not in failed.output  # which cannot repair it
     with pytest.raises(IndexLogUnreadableError, match="every entry"):
         lakeseek.open_index(root).status()
+
+
+def test_an_index_whose_log_is_unreadable_is_listed_beside_the_others(clustered):
+    """`lakeseek indexes` lists every index, an unreadable one by name and state, and exits 1
+    with the error that says how to repair it."""
+    _damage_every_entry(f"{clustered}/_lakeseek/sketches")
+    listed = {index.name: index.root.state for index in lakeseek.list_indexes(clustered)}
+    assert listed == {"by_user": "active", "sketches": "unreadable"}
+    runner = CliRunner()
+    table = runner.invoke(main, ["indexes", clustered])
+    assert table.exit_code == 1, table.output
+    rows = {
+        line.split()[0]: line.split()[1]
+        for line in table.stdout.splitlines()
+        if line.split()[:1] in (["by_user"], ["sketches"])
+    }
+    assert rows["by_user"] == "active" and rows["sketches"].startswith("unread"), table.output  # rich may cut it
+    assert table.stderr.count("\n") == 1 and "every entry of the index log" in table.stderr, table.stderr
+    as_json = runner.invoke(main, ["indexes", clustered, "--format", "json"])
+    states = {entry["name"]: entry["state"] for entry in json.loads(as_json.stdout)}
+    assert as_json.exit_code == 1 and states == {"by_user": "active", "sketches": "unreadable"}
 
 
 def test_a_deleted_index_is_weighed_last_and_names_are_checked(clustered):

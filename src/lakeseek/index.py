@@ -103,7 +103,9 @@ def latest_index(location: Location, lake_listing: LakeListing = "per_query") ->
 def list_indexes(
     source: LakeLike, *, index: str | None = None, storage_options: Mapping[str, object] | None = None
 ) -> list[Index]:
-    """Every committed index of the lake (deleted ones included)."""
+    """Every committed index of the lake (deleted ones included). An index none of whose log
+    entries reads whole is listed as its stand-in (:meth:`Index.unreadable`, state
+    ``unreadable``), whose ``status()`` raises the error that says how to repair it."""
     first = locate(source, index, DEFAULT_NAME, existing=False, storage_options=storage_options)
     first.require_lake()
     found = []
@@ -111,7 +113,10 @@ def list_indexes(
         location = dataclasses.replace(first, name=name)
         log_ = IndexLog(location.storage, location.index_dir)
         if log_.versions():
-            found.append(Index(location, log_.latest()))
+            try:
+                found.append(Index(location, log_.latest()))
+            except IndexLogUnreadableError as error:
+                found.append(Index.unreadable(location, error))
     return found
 
 

@@ -6,8 +6,10 @@ import dataclasses
 import json
 import logging
 import sys
+from collections.abc import Mapping
 
 import click
+from rich.table import Table
 
 from lakeseek.cli import changes, layout, serve
 from lakeseek.cli.common import handled, index_option, lake_argument, name_option, query_name_option, where_option
@@ -26,8 +28,9 @@ from lakeseek.cli.output import (
     write_csv,
 )
 from lakeseek.cost import human_size
-from lakeseek.exceptions import LakeseekError
-from lakeseek.index import Index, open_index
+from lakeseek.exceptions import IndexLogUnreadableError, LakeseekError
+from lakeseek.format.root import UNREADABLE
+from lakeseek.index import Index, IndexStatus, open_index
 from lakeseek.indexes import IndexSet, open_indexes
 from lakeseek.location import index_names
 from lakeseek.sources.base import LakeSource
@@ -79,13 +82,26 @@ def indexes(lake: LakeSource, index_dir: str | None, output: str) -> None:
     """List the indexes of SOURCE: state, columns, size, staleness, segments, last operation."""
     import lakeseek
 
-    states = [index.status() for index in lakeseek.list_indexes(lake, index=index_dir)]
+    states: list[IndexStatus] = []
+    unreadable: dict[str, IndexLogUnreadableError] = {}
+    for index in lakeseek.list_indexes(lake, index=index_dir):
+        try:
+            states.append(index.status())
+        except IndexLogUnreadableError as error:  # the others are still listed
+            unreadable[index.name] = error
     if output == "json":
-        sys.stdout.write(json.dumps([status_json(s) for s in states], indent=2) + "\n")
-        return
-    if not states:
+        listed = [status_json(s) for s in states]
+        listed += [{"name": name, "state": UNREADABLE, "problems": [str(error)]} for name, error in unreadable.items()]
+        sys.stdout.write(json.dumps(listed, indent=2) + "\n")
+    elif not states and not unreadable:
         stdout.print("no indexes")
-        return
+    else:
+        stdout.print(_index_table(states, unreadable))
+    if unreadable:
+        fail(next(iter(unreadable.values())))
+
+
+def _index_table(states: list[IndexStatus], unreadable: Mapping[str, IndexLogUnreadableError]) -> Table:
     headers = ["name", "state", "version", "columns", "size", "segments", "stale files", "last operation"]
     view = text_table(headers, box=None)
     for s in states:
@@ -101,7 +117,9 @@ def indexes(lake: LakeSource, index_dir: str | None, output: str) -> None:
             f"{stale:,}",
             f"{s.last_operation} ({when(s.updated_ms)})",
         )
-    stdout.print(view)
+    for name in unreadable:
+        add_text_row(view, name, UNREADABLE, *["-"] * (len(headers) - 2))
+    return view
 
 
 def _queried(lake: LakeSource, index_dir: str | None, name: str | None) -> Index | IndexSet:
