@@ -3,8 +3,8 @@ lake source.
 
 The lake is the base file of each file group's latest slice, as the ``hudi`` package
 (hudi-rs) reads the timeline, not a listing of the location (which holds every older base
-file too). The version is the latest completed instant: checking it costs one LIST of
-``.hoodie/`` after the instant an index recorded. Hudi keeps partition columns in its base
+file too). The version is the latest completed instant and a digest of every completed
+one: checking it costs one LIST of the active timeline. Hudi keeps partition columns in its base
 files, so the lake has no partition columns of its own; its ``_hoodie_*`` meta columns are
 read like any other, as Spark's Parquet reader reads them.
 
@@ -15,6 +15,7 @@ files (their rows are the base file merged with the logs).
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable, Mapping
 
 import pyarrow as pa
@@ -28,9 +29,10 @@ from lakeseek.sources.base import LakeSchema, LakeSource, Snapshot, table_errors
 TIMELINE = ".hoodie"
 PROPERTIES = "hoodie.properties"
 # A completed instant: <instant time>.<action>, without the .requested and .inflight suffixes;
-# in timeline layout 2 (Hudi 1.x), <requested time>_<completion time>.<action>.
-_COMPLETED = re.compile(r"([0-9]{8,})\.(commit|replacecommit|deltacommit)")
-_COMPLETED_V2 = re.compile(r"[0-9]{8,}_([0-9]{8,})\.(commit|replacecommit|deltacommit)")
+# in timeline layout 2 (Hudi 1.x), <requested time>_<completion time>.<action>. Every action
+# counts: a rollback or restore changes the files as a commit does.
+_COMPLETED = re.compile(r"([0-9]{8,})\.(?!inflight$)([a-z]+)")  # a commit's own inflight file is <time>.inflight
+_COMPLETED_V2 = re.compile(r"[0-9]{8,}_([0-9]{8,})\.([a-z]+)")
 
 
 def is_hudi(storage: Storage, root: str) -> bool:
@@ -54,27 +56,37 @@ class HudiSource(LakeSource):
         return f"{self.root}/{TIMELINE}/lakeseek"
 
     def version(self, known: str | None = None) -> str | None:
-        """The latest completed instant time (layout 2: the latest completion time)."""
-        start_after = None if known is None else f"{self.root}/{TIMELINE}/{known}"
-        latest = known
+        """The latest completed instant time (layout 2: the latest completion time), then a
+        crc32 of the names of every completed instant of the active timeline.
+
+        The set, not only the latest: in layout 1 an instant is named by the time it was
+        requested, so a writer that started earlier and finished later (two writers, a table
+        service) completes an instant older than the latest, and a rollback removes one. Either
+        changes the table's files without a newer instant. So the whole active timeline is
+        listed (Hudi archives older instants: it stays small), not only what follows ``known``."""
+        completed: list[str] = []
+        latest: str | None = None
         properties = None
-        for status in self.storage.list_files(f"{self.root}/{TIMELINE}", recursive=False, start_after=start_after):
+        for status in self.storage.list_files(f"{self.root}/{TIMELINE}", recursive=False):
             name = status.path.rsplit("/", 1)[-1]
             if name == PROPERTIES:
                 properties = (status.size, status.mtime_ns)
             found = _COMPLETED.fullmatch(name)
-            if found and (latest is None or found[1] > latest):
-                latest = found[1]
+            if found:
+                completed.append(name)
+                latest = max(latest or found[1], found[1])
         timeline = self._timeline(properties)
         if timeline is not None:
-            latest = None
+            completed, latest = [], None
             for status in self.storage.list_files(f"{self.root}/{TIMELINE}/{timeline}", recursive=False):
-                found = _COMPLETED_V2.fullmatch(status.path.rsplit("/", 1)[-1])
-                if found and (latest is None or found[1] > latest):
-                    latest = found[1]
+                name = status.path.rsplit("/", 1)[-1]
+                found = _COMPLETED_V2.fullmatch(name)
+                if found:
+                    completed.append(name)
+                    latest = max(latest or found[1], found[1])
         if latest is None:
             raise LakeNotFoundError(f"no Hudi table at {self.shown_root}: its timeline holds no completed commit")
-        return latest
+        return f"{latest}.{zlib.crc32(chr(10).join(sorted(completed)).encode()):08x}"
 
     def _timeline(self, properties: tuple[int, int] | None) -> str | None:
         """The directory below ``.hoodie/`` of a layout 2 timeline, None for layout 1, as the
