@@ -274,16 +274,26 @@ DAMAGES = ("flip", "truncate", "swap", "forge", "empty")
 PREDICATES = ["id = 5", "id = 620", "name = 'alice'", "id BETWEEN 100 AND 140", "code IN (3, 4) OR id > 600"]
 
 
-def _build(root: str, spark) -> None:
+# The sorted kind alone writes an increment filter file; every kind writes the other files.
+INDEX_KINDS = {
+    "sorted": KINDS,
+    **{kind: tuple(k for k in KINDS if k != "filters") for kind in ("skipping", "cuckoo", "covering")},
+}
+KIND_OPTIONS = {"sorted": {"chunk_rows": 32}}
+
+
+def _build(root: str, spark, index_kind: str) -> None:
     """A small indexed lake whose index has every kind of file: several log entries, a
-    lineage manifest, increment index files with their filter file, and a dead lease."""
+    lineage manifest, increment index files (with their filter file, for the sorted kind),
+    and a dead lease."""
     from lakeseek.operations import protocol
     from tests.lakes import make_typed_lake, typed_rows, write_file
 
     make_typed_lake(root, files_per_region=1, rows_per_file=150)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(protocol, "INLINE_LINEAGE_MAX_FILES", 0)  # manifests, not inline lineage
-        lakeseek.create_index(root, ["id", "name"], spark=spark, chunk_rows=32)
+        options = KIND_OPTIONS.get(index_kind, {})
+        lakeseek.create_index(root, ["id", "name"], spark=spark, kind=index_kind, **options)
         import random
 
         write_file(f"{root}/region=east/part-new.parquet", typed_rows(random.Random(7), 600, 50))
@@ -369,10 +379,14 @@ def _cli_one_line_or_success(*args: str) -> None:
     derandomize=FUZZ_EXAMPLES is None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(st.sampled_from(KINDS), st.sampled_from(DAMAGES), st.integers(0, 10**6))
-def test_generated_damage_never_costs_rows_files_or_a_way_out(tmp_path_factory, spark, kind, damage, position):
+@given(st.data(), st.sampled_from(DAMAGES), st.integers(0, 10**6))
+@pytest.mark.parametrize("index_kind", sorted(INDEX_KINDS))
+def test_generated_damage_never_costs_rows_files_or_a_way_out(
+    tmp_path_factory, spark, index_kind, data, damage, position
+):
+    kind = data.draw(st.sampled_from(INDEX_KINDS[index_kind]), label="file kind")
     root = str(tmp_path_factory.mktemp("damage") / "lake")
-    _build(root, spark)
+    _build(root, spark, index_kind)
     os.makedirs(f"{root}/_audit_log")
     with open(f"{root}/_audit_log/00000000000000000000.json", "w") as out:
         out.write("{}")
@@ -488,6 +502,35 @@ def test_a_byte_changed_where_parquet_still_decodes_never_costs_rows(tmp_path, c
     answers = {k: index.query(f"id = {k}", columns=["id"]) for k in range(300)}
     assert [k for k, (rows, _) in answers.items() if rows.num_rows != 1] == []
     assert "damaged" in caplog.text  # and it says so
+
+
+@pytest.mark.parametrize("kind", ["cuckoo", "covering"])  # a skipping index has one file for all columns
+def test_an_index_file_swapped_for_another_whole_one_never_costs_rows(tmp_path, caplog, kind):
+    """Each file is sound, with its checksums, but holds another column's entries (found by
+    the generated damage test: a covering row file of 'name' in place of 'id' was read as
+    'id''s, a traceback)."""
+    root = str(tmp_path / "lake")
+    _lake_of_ten_files(root)
+    lakeseek.create_index(root, ["id", "name"], kind=kind, engine="local")
+    found = sorted(os.path.join(d, name) for d, _, names in os.walk(f"{root}/{INDEX}/data") for name in names)
+    if kind == "covering":  # a row file per column
+        first, second = found
+        with open(first, "rb") as one, open(second, "rb") as other:
+            first_bytes, second_bytes = one.read(), other.read()
+        for path, data in ((first, second_bytes), (second, first_bytes)):
+            with open(path, "wb") as out:
+                out.write(data)
+    else:  # a filter table per column
+        tables = [path for path in found if os.path.basename(path).startswith("cuckoo-")]
+        assert len(tables) == 2
+        shutil.copyfile(tables[0], tables[1])
+    index = lakeseek.open_index(root)
+    for where, expected in [
+        ("id = 5", [5]),
+        ("id = 250", [250]),
+        ("name = 'n3'", [i for i in range(300) if i % 7 == 3]),
+    ]:
+        assert ids(index.read(where)) == expected, where
 
 
 def test_a_covering_frame_over_a_changed_row_file_fails_rather_than_answers(tmp_path, spark):

@@ -297,3 +297,22 @@ def test_a_table_deleted_and_written_again_is_not_taken_for_the_indexed_one(tmp_
         for index in (held, lakeseek.open_index(table)):
             assert sorted(index.read("id >= 0").column("id").to_pylist()) == expected
             assert index.read("id = 7").num_rows == 1
+
+
+def test_a_column_the_table_no_longer_has_is_not_the_lakes(tmp_path):
+    """An overwrite that replaces the table's schema drops the indexed column: no answer holds
+    it, a predicate naming it is an unknown column (not an empty answer), before and after a
+    refresh, through a handle held from before and a new one."""
+    path = str(tmp_path / "t")
+    deltalake.write_deltalake(
+        path, pa.table({"id": pa.array(range(100), pa.int64()), "s": [str(n) for n in range(100)]})
+    )
+    held = lakeseek.create_index(path, ["id", "s"], engine="local")
+    held.read("s = '7'")
+    replaced = pa.table({"x": pa.array([1, 2], pa.int64()), "s": ["7", "8"]})
+    deltalake.write_deltalake(path, replaced, mode="overwrite", schema_mode="overwrite")
+    for index in (held, lakeseek.open_index(path), lakeseek.refresh_index(path, "full", engine="local")):
+        assert index.read("s = '7'").to_pylist() == [{"s": "7", "x": 1}]
+        assert "id" not in index.schema_of(index.lake_state()).names
+        with pytest.raises(lakeseek.UnknownColumnError, match="unknown column 'id'"):
+            index.read("id = 5")

@@ -457,11 +457,12 @@ class Index:
     def serves(self, column: str, state: LakeState) -> bool:
         """Whether the index of ``column`` answers for the lake in ``state``: not when files
         it does not cover gave the column another type (a wider integer, a partition value of
-        another type) since it was indexed, until a refresh indexes them."""
+        another type) since it was indexed, until a refresh indexes them; nor when a table
+        dropped the column."""
         recorded = self.root.schema
-        if column not in recorded.names:
-            return False
         now = self.schema_of(state)
+        if column not in recorded.names or column not in now.names:
+            return False
         return value_type(now.field(column).type).equals(value_type(recorded.field(column).type))
 
     def _opener(self, state: LakeState) -> Callable[[list[str]], object]:

@@ -87,6 +87,7 @@ class DeltaSource(LakeSource):
         self._deleted: dict[tuple[str, str], np.ndarray] = {}
         # The snapshot's add actions (their statistics), their row by path, the string prefix length.
         self._actions: tuple[pa.Table, dict[str, int], int] | None = None
+        self._columns: frozenset[str] | None = None  # the table's columns, at the latest snapshot
 
     # -- the table ----------------------------------------------------------------------------
     def _table(self):
@@ -109,6 +110,7 @@ class DeltaSource(LakeSource):
             version = self._token(table.version())
             vectors = self._read_deletion_vectors(table)
             configuration = table.metadata().configuration or {}
+            self._columns = frozenset(field.name for field in table.schema().fields)
         paths = [self._relative(path) for path in actions.column("path").to_pylist()]
         prefix = configuration.get("delta.dataSkippingStringPrefixLength", str(_STRING_PREFIX))
         self._actions = (actions, {path: row for row, path in enumerate(paths)}, int(prefix))
@@ -280,6 +282,15 @@ class DeltaSource(LakeSource):
 
     def partition_types(self, files: Iterable[str], partition_columns: Sequence[str]) -> dict[str, pa.DataType]:
         return {}  # the table's schema types them, whatever the files
+
+    def visible_columns(self, schema: pa.Schema) -> pa.Schema:
+        """``schema`` without the columns the table no longer has (an overwrite that replaced
+        its schema): files the index covered, and the index itself, still name them."""
+        if self._columns is None:  # no snapshot taken yet by this process: the current schema
+            with self._reading():
+                self._columns = frozenset(field.name for field in self._table().schema().fields)
+        kept = [field for field in schema if field.name in self._columns]
+        return schema if len(kept) == len(schema) else pa.schema(kept, metadata=schema.metadata)
 
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The table's schema, its partition columns last (as Spark reads a Delta table)."""

@@ -95,7 +95,7 @@ class CoveringReader(KindReader):
         for segment in self.content.segments:
             for row_file in segment.row_files:
                 try:
-                    self._footer(row_file)
+                    self._footer(row_file, self.content.key_types[segment.column])
                 except IndexCorruptError as error:
                     found.append(f"{error}: queries on '{segment.column}' read every file; {REPAIR}")
         return found
@@ -127,7 +127,7 @@ class CoveringReader(KindReader):
         """Rows of ``groups`` whose key passes the test, with ``columns`` and the file id: one
         ranged read per row group (its chunks of those columns), in this thread, so it counts."""
         path = f"{self.index_dir}/{row_file.path}"
-        footer = self._footer(row_file)
+        footer = self._footer(row_file, test.key_type)
         wanted = [*columns, ROW_KEY, ROW_FILE]
         # A nested column is several leaf chunks, named "column.field...".
         leaves = [footer.schema.column(i).path.split(".")[0] for i in range(footer.num_columns)]
@@ -153,22 +153,26 @@ class CoveringReader(KindReader):
         except FileNotFoundError as error:
             raise IndexCorruptError(f"the covering index file {path} is missing") from error
 
-    def _footer(self, row_file: RowFile) -> pq.FileMetaData:
+    def _footer(self, row_file: RowFile, key_type: pa.DataType) -> pq.FileMetaData:
         path = f"{self.index_dir}/{row_file.path}"
         with self._lock:
             known = self._footers.get(path)
         if known is None:
             tail = self._bytes(path, max(row_file.size - FOOTER_READ, 0), min(FOOTER_READ, row_file.size))
             try:
+                if len(tail) != min(FOOTER_READ, row_file.size):
+                    raise OSError(f"shorter than the {row_file.size} bytes the root says")
                 length = int.from_bytes(tail[-8:-4], "little")
                 if tail[-4:] != b"PAR1" or length + 8 > row_file.size:
                     raise OSError("no Parquet footer")
                 if length + 8 > len(tail):
                     tail = self._bytes(path, row_file.size - length - 8, length + 8)
                 known = pq.read_metadata(io.BytesIO(b"PAR1" + tail[-length - 8 :]))
-            except (OSError, pa.ArrowException) as error:
+                keys = known.schema.to_arrow_schema().field(ROW_KEY).type
+            except (OSError, KeyError, pa.ArrowException) as error:
                 raise IndexCorruptError(f"the covering index file {path} is damaged ({error})") from error
-            if known.num_rows != row_file.rows:
+            # A whole row file of another column (or index) in its place reads, but is not this one.
+            if known.num_rows != row_file.rows or not keys.equals(key_type):
                 raise IndexCorruptError(f"the covering index file {path} does not match the root")
             with self._lock:
                 self._footers[path] = known
