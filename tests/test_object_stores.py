@@ -173,3 +173,32 @@ def test_the_command_line_takes_storage_options(s3_server, tmp_path):
     assert found.exit_code == 0 and set(found.stdout.split()) == holding, found.output
     bad = CliRunner().invoke(main, ["status", lake, "--storage-option", "AWS_ENDPOINT_URL"])
     assert bad.exit_code == 2 and "is not KEY=VALUE" in bad.output
+
+
+@pytest.mark.parametrize("key", ["a//b.parquet", "sub/../e.parquet", "ctl\x01.parquet"])
+def test_an_object_whose_key_is_no_path_is_a_one_line_error(s3_server, tmp_path, key):
+    """obstore will not list such a key: the query fails in one line naming the problem, not
+    with the library's traceback."""
+    import boto3
+    from click.testing import CliRunner
+
+    from lakeseek.cli.main import main
+
+    bucket = Bucket(s3_server, f"b{uuid.uuid4().hex[:12]}")
+    local = str(tmp_path / "lake")
+    make_typed_lake(local, files_per_region=1, rows_per_file=20)
+    lake = bucket.upload(local, "lake")
+    lakeseek.create_index(lake, ["id"], engine="local", storage_options=bucket.options)
+    client = boto3.client(
+        "s3",
+        endpoint_url=bucket.options["AWS_ENDPOINT_URL"],
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    client.put_object(Bucket=bucket.name, Key=f"lake/{key}", Body=b"PAR1")
+    with pytest.raises(lakeseek.UnsupportedLakeError, match="holds an object whose key is not a valid path"):
+        lakeseek.open_index(lake, storage_options=bucket.options).read("id = 3")
+    settings = [arg for name, value in bucket.options.items() for arg in ("--storage-option", f"{name}={value}")]
+    failed = CliRunner().invoke(main, ["query", lake, "--where", "id = 3", *settings])
+    assert failed.exit_code == 1 and failed.stderr.count("\n") == 1 and "rename or remove it" in failed.stderr

@@ -14,6 +14,7 @@ have no directories, so a "directory" is a key prefix that some object has.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import threading
@@ -22,9 +23,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 import obstore
 import pyarrow as pa
 import pyarrow.fs as pafs
-from obstore.exceptions import AlreadyExistsError, GenericError
+from obstore.exceptions import AlreadyExistsError, GenericError, InvalidPathError
 
-from lakeseek.exceptions import LakeseekError
+from lakeseek.exceptions import LakeseekError, UnsupportedLakeError
 from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, visible_files
 
 
@@ -64,13 +65,28 @@ class ObjectStorage(Storage):
         """Every object below ``directory`` (one LIST request per page)."""
         self._count(IOStats.add_list)
         offset = None if start_after is None else self._key(start_after)
-        for page in obstore.list(self.store, self._prefix(directory), offset=offset):
-            yield from page
+        with self._listing(directory):
+            for page in obstore.list(self.store, self._prefix(directory), offset=offset):
+                yield from page
+
+    @contextlib.contextmanager
+    def _listing(self, directory: str) -> Iterator[None]:
+        """A key that is no path (an empty, ``.`` or ``..`` segment, a control character), which
+        the object store library will not list, as a one-line error naming the problem."""
+        try:
+            yield
+        except InvalidPathError as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise UnsupportedLakeError(
+                f"{self.uri(directory)} holds an object whose key is not a valid path (an empty, '.' or '..' "
+                f"segment, or a control character): rename or remove it ({reason})"
+            ) from error
 
     # -- metadata -------------------------------------------------------------------------
     def is_dir(self, path: str) -> bool:
         self._count(IOStats.add_list)
-        listing = obstore.list_with_delimiter(self.store, self._prefix(path))
+        with self._listing(path):
+            listing = obstore.list_with_delimiter(self.store, self._prefix(path))
         return bool(listing["objects"] or listing["common_prefixes"])
 
     def is_file(self, path: str) -> bool:
@@ -89,7 +105,8 @@ class ObjectStorage(Storage):
                 objects = [o for o in objects if o["path"].count("/") == depth]
         else:
             self._count(IOStats.add_list)
-            objects = obstore.list_with_delimiter(self.store, self._prefix(directory))["objects"]
+            with self._listing(directory):
+                objects = obstore.list_with_delimiter(self.store, self._prefix(directory))["objects"]
         return [FileStatus(f"{self.bucket}/{o['path']}", o["size"], _nanoseconds(o["last_modified"])) for o in objects]
 
     def walk_files(
@@ -106,7 +123,8 @@ class ObjectStorage(Storage):
 
     def list_dirs(self, directory: str) -> list[str]:
         self._count(IOStats.add_list)
-        prefixes = obstore.list_with_delimiter(self.store, self._prefix(directory))["common_prefixes"]
+        with self._listing(directory):
+            prefixes = obstore.list_with_delimiter(self.store, self._prefix(directory))["common_prefixes"]
         return [prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in prefixes]
 
     # -- reads ----------------------------------------------------------------------------
