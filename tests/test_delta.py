@@ -316,3 +316,28 @@ def test_a_column_the_table_no_longer_has_is_not_the_lakes(tmp_path):
         assert "id" not in index.schema_of(index.lake_state()).names
         with pytest.raises(lakeseek.UnknownColumnError, match="unknown column 'id'"):
             index.read("id = 5")
+
+
+@pytest.mark.parametrize("refresh", [None, "quick", "incremental", "full"])
+def test_the_tables_own_schema_is_the_lakes(tmp_path, refresh):
+    """A column added to the table that no file holds yet is NULL in every row; an overwrite
+    that gives the indexed column another type is read (the index serves it again after a
+    refresh), before and after each kind of refresh, through a held handle and a new one."""
+    from deltalake import Field
+
+    path = str(tmp_path / "t")
+    deltalake.write_deltalake(path, pa.table({"id": pa.array(range(50), pa.int64()), "s": [str(n) for n in range(50)]}))
+    held = lakeseek.create_index(path, ["id"], engine="local")
+    deltalake.DeltaTable(path).alter.add_columns([Field("extra", "long", nullable=True)])
+    if refresh:
+        lakeseek.refresh_index(path, refresh, engine="local")
+    for index in (held, lakeseek.open_index(path)):
+        assert index.read("extra IS NULL").num_rows == 50 and index.read("extra = 1").num_rows == 0
+        assert index.read("id = 7").to_pylist() == [{"id": 7, "s": "7", "extra": None}]
+    retyped = pa.table({"id": ["a", "b"], "s": ["250", "251"]})
+    deltalake.write_deltalake(path, retyped, mode="overwrite", schema_mode="overwrite")
+    if refresh:
+        lakeseek.refresh_index(path, refresh, engine="local")
+    for index in (held, lakeseek.open_index(path)):
+        assert index.read("s = '250'").to_pylist() == [{"id": "a", "s": "250"}]
+        assert index.read("id = 'b'").to_pylist() == [{"id": "b", "s": "251"}]

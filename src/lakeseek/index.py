@@ -245,23 +245,25 @@ class Index:
         return self.schema_of(self.lake_state())
 
     def schema_of(self, state: LakeState) -> pa.Schema:
-        """The lake's schema in ``state`` (README, "The lake's schema"): the index's,
-        with the files it does not cover merged in (wider types, new columns), the
-        partition columns typed as the lake source gives them now, and no column a table
-        dropped. A file whose column has no exact common type with the lake's is an error
-        naming it."""
+        """The lake's schema in ``state`` (README, "The lake's schema"): the index's (a
+        table format's own, where the table changed since), with the files it does not
+        cover merged in (wider types; new columns, but for a table's files), the partition
+        columns typed as the lake source gives them now. A file whose column has no exact
+        common type with the lake's is an error naming it."""
         remembered = self._version.schema_of
         if remembered is not None and remembered[0] is state:
             return remembered[1]
         root = self.root
-        schema = root.schema
+        schema = root.schema if state.declared is None else state.declared
         partitions = root.partition_columns
         if partitions:
             now = self.lake.partition_types(state.files, partitions)
             types = current_partition_types(schema, partitions, self._version.partition_types(), now)
             schema = with_partition_types(schema, types)
-        schema = merge_schemas(schema, self._shared.file_schemas(self.lake, sorted(state.unindexed), state), partitions)
-        schema = self.lake.visible_columns(schema)
+        found = self._shared.file_schemas(self.lake, sorted(state.unindexed), state)
+        if state.declared is not None:  # older files may hold columns the table dropped
+            found = [(path, pa.schema([f for f in file if f.name in schema.names])) for path, file in found]
+        schema = merge_schemas(schema, found, partitions)
         self._version.schema_of = (state, schema)
         return schema
 
@@ -512,7 +514,10 @@ class Index:
 
     def _state_of(self, snapshot: Snapshot) -> LakeState:
         remembered = self._version.state
-        if remembered is not None and (remembered.files is snapshot.files or remembered.files == snapshot.files):
+        same_files = remembered is not None and (
+            remembered.files is snapshot.files or remembered.files == snapshot.files
+        )
+        if same_files and _same_schema(remembered.declared, snapshot.schema):
             return remembered
         try:
             state = compare(self.lineage(), snapshot.files, self._version.recorded(), self._changes(snapshot))
@@ -520,6 +525,7 @@ class Index:
             # Never a wrong answer: a damaged lineage vouches for no file, so every file is read.
             self._unusable(error)
             state = compare(Lineage.concat([]), snapshot.files)
+        state = dataclasses.replace(state, declared=snapshot.schema)
         self._version.state = state
         return state
 
@@ -640,3 +646,7 @@ def pruned(lake: LakeSource, plan: Plan, predicate: Predicate) -> Plan:
     kept_set = set(kept)
     row_groups = {path: groups for path, groups in plan.row_groups.items() if path in kept_set}
     return dataclasses.replace(plan, files=kept, row_groups=row_groups, notes=(*plan.notes, note))
+
+
+def _same_schema(one: pa.Schema | None, other: pa.Schema | None) -> bool:
+    return one is other or (one is not None and other is not None and one.equals(other))

@@ -36,6 +36,7 @@ class LakeState:
     removed: list[str]  # indexed or recorded, no longer in the lake
     recorded: list[str]  # recorded by a quick refresh, unchanged since, not indexed
     indexed_bytes: int  # the size of the files in ``indexed``
+    declared: pa.Schema | None = None  # the table's own schema (Snapshot.schema); None: the index's
 
     @cached_property
     def unindexed(self) -> list[str]:

@@ -190,11 +190,15 @@ def stamped(ids: list[int], paths: list[str], files: dict[str, Stamp]) -> Lineag
 
 def indexable(root: Root, schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[str]:
     """The index's columns its kind can still index in ``schema``; a column it no longer can
-    (a partition column that became a DOUBLE) is dropped with a warning."""
+    (a partition column that became a DOUBLE, a column the table dropped) is dropped with a
+    warning."""
 
     kind = kind_named(root.kind)
     kept = []
     for column in root.columns:
+        if column not in schema.names:
+            logger.warning("column '%s' is no longer the lake's, the index drops it", column)
+            continue
         try:
             kept += kind.check_columns([column], schema, partition_columns)
         except UnsupportedColumnError as error:
@@ -205,11 +209,15 @@ def indexable(root: Root, schema: pa.Schema, partition_columns: tuple[str, ...])
 
 
 def schema_now(
-    location: Location, base: Root, files: dict[str, Stamp], paths: list[str], runner: Callable[[], Runner]
+    location: Location, base: Root, snapshot: Snapshot, paths: list[str], runner: Callable[[], Runner]
 ) -> tuple[pa.Schema, str]:
-    """The lake's schema now, and Spark's JSON of it (lakeseek.lake.schemas): the partition
-    types the source gives the files ``files``, the schemas of the data files ``paths`` merged in."""
-    schema = base.schema
+    """The lake's schema now, and Spark's JSON of it (lakeseek.lake.schemas): the index's (a
+    table format's own at ``snapshot``), with the partition types the source gives the
+    snapshot's files and the schemas of the data files ``paths`` merged in (a table's columns
+    only: its older files may hold columns it dropped)."""
+    files = snapshot.files
+    declared = snapshot.schema
+    schema = base.schema if declared is None else declared
     partitions = base.partition_columns
     source = location.source
     if partitions:
@@ -222,11 +230,14 @@ def schema_now(
         now = source.partition_types(files, partitions)
         schema = with_partition_types(schema, current_partition_types(schema, partitions, then, now))
     schema = merged_schema(source, runner, schema, partitions, {path: files[path] for path in sorted(paths)})
+    if declared is not None:
+        schema = pa.schema([field for field in schema if field.name in declared.names])
     return schema, spark_schema_json(schema, partitions, base.schema, base.spark_schema)
 
 
 def same_type(old: pa.Schema, new: pa.Schema, column: str) -> bool:
-    return value_type(new.field(column).type).equals(value_type(old.field(column).type))
+    """Whether ``column`` has the same values in both schemas (False when ``new`` dropped it)."""
+    return column in new.names and value_type(new.field(column).type).equals(value_type(old.field(column).type))
 
 
 def now_ms() -> int:

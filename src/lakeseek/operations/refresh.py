@@ -97,10 +97,14 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
     pending = base.lineage.recorded(location.storage, location.index_dir)
     state = compare(lineage, files, pending)
     requirements = (active, DataVersionIs(base.data_version), ColumnsAre(frozenset(base.columns)))
+    table_schema = _table_schema(location, base, snapshot, runner)
+    if table_schema is None and mode == "incremental":
+        return _rebuild(op, base, snapshot, runner)
+    version = [] if table_schema is None else [SetSourceVersion(snapshot.version), *table_schema]
     if state.is_fresh:
-        if snapshot.version == base.source_version:
+        if snapshot.version == base.source_version or not version:
             return None
-        return Transaction(f"refresh {mode}", (SetSourceVersion(snapshot.version),), requirements)
+        return Transaction(f"refresh {mode}", tuple(version), requirements)
     indexed_ids = dict(zip(lineage.paths, lineage.ids, strict=True))
     tombstones = frozenset(indexed_ids[p] for p in state.removed + state.changed if p in indexed_ids)
     recorded_ids = dict(zip(pending.paths, pending.ids, strict=True))
@@ -122,7 +126,7 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
         # A quick refresh records the files; an incremental one indexes the recorded ones too.
         actions.append(RecordFiles(part if mode == "quick" else None, next_id))
     if mode == "incremental" and part is not None:
-        schema, spark_schema = schema_now(location, base, files, state.unindexed, runner)
+        schema, spark_schema = schema_now(location, base, snapshot, state.unindexed, runner)
         retyped = [c for c in base.content.stored_columns if not same_type(base.schema, schema, c)]
         if retyped:
             # Index files of the old type cannot take the new values: every file is indexed again.
@@ -137,14 +141,30 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
     if tombstones:
         actions.append(RemoveFiles(tombstones))
     if snapshot.version != base.source_version:
-        actions.append(SetSourceVersion(snapshot.version))
+        schema_set = any(isinstance(action, SetSchema) for action in actions)
+        actions += version if not schema_set else version[:1]
     return Transaction(f"refresh {mode}", tuple(actions), requirements)
+
+
+def _table_schema(location, base: Root, snapshot, runner: LazyRunner) -> list[Action] | None:
+    """What the root needs to record a table's new version: its schema there (a column
+    added that no file holds yet, or dropped), since queries take the root's schema for the
+    lake's while the table stays at the version the root records. None when the table dropped
+    an indexed column or changed its type: its index files cannot describe that version (an
+    incremental refresh rebuilds them; a quick one leaves the version unrecorded, so queries
+    take the table's schema from the table)."""
+    if snapshot.schema is None or snapshot.version == base.source_version:
+        return []
+    schema, spark_schema = schema_now(location, base, snapshot, [], runner)
+    if any(not same_type(base.schema, schema, c) for c in base.content.stored_columns):
+        return None
+    return [] if (schema, spark_schema) == (base.schema, base.spark_schema) else [SetSchema(schema, spark_schema)]
 
 
 def _rebuild(op: Operation, base: Root, snapshot: Snapshot, runner: LazyRunner) -> Transaction:
     location = op.location
     files = snapshot.files
-    schema, spark_schema = schema_now(location, base, files, list(files), runner)
+    schema, spark_schema = schema_now(location, base, snapshot, list(files), runner)
     columns = indexable(base, schema, base.partition_columns)
     lineage = numbered(files, first_id=0)
     kind = kind_named(base.kind)

@@ -46,6 +46,10 @@ class Snapshot:
     # The source's token of this version (a table format's version number); None where the
     # source has none (a directory): then only the files' stamps tell versions apart.
     version: str | None = None
+    # The schema a table format declares at this version, which Spark reads the table with
+    # whatever its files hold (columns dropped since, or added and in no file yet); None
+    # where the files make the schema (a directory).
+    schema: pa.Schema | None = None
 
 
 @dataclass(frozen=True)
@@ -189,11 +193,6 @@ class LakeSource(ABC):
         """The types the partition columns take over ``files`` (the lake's files, or those an
         index covered), where the files say (see :func:`lakeseek.lake.schemas.current_partition_types`)."""
         return {}
-
-    def visible_columns(self, schema: pa.Schema) -> pa.Schema:
-        """The lake's columns among ``schema`` (its files' columns, merged): all of them, but
-        for a table whose own schema dropped columns its older files still hold."""
-        return schema
 
     def recorded_statistics(self, files: Sequence[str], schema: pa.Schema) -> dict[str, dict[str, ColumnStatistics]]:
         """What the table's own metadata records of data files' columns (of ``schema``, the

@@ -87,7 +87,6 @@ class DeltaSource(LakeSource):
         self._deleted: dict[tuple[str, str], np.ndarray] = {}
         # The snapshot's add actions (their statistics), their row by path, the string prefix length.
         self._actions: tuple[pa.Table, dict[str, int], int] | None = None
-        self._columns: frozenset[str] | None = None  # the table's columns, at the latest snapshot
 
     # -- the table ----------------------------------------------------------------------------
     def _table(self):
@@ -110,7 +109,7 @@ class DeltaSource(LakeSource):
             version = self._token(table.version())
             vectors = self._read_deletion_vectors(table)
             configuration = table.metadata().configuration or {}
-            self._columns = frozenset(field.name for field in table.schema().fields)
+            declared = _declared(table)
         paths = [self._relative(path) for path in actions.column("path").to_pylist()]
         prefix = configuration.get("delta.dataSkippingStringPrefixLength", str(_STRING_PREFIX))
         self._actions = (actions, {path: row for row, path in enumerate(paths)}, int(prefix))
@@ -125,7 +124,7 @@ class DeltaSource(LakeSource):
         columns = [name for name in actions.column_names if name.startswith("partition.")]
         raw = {name.removeprefix("partition."): actions.column(name).to_pylist() for name in columns}
         self._partitions = {path: {name: values[n] for name, values in raw.items()} for n, path in enumerate(paths)}
-        return Snapshot(files, version)
+        return Snapshot(files, version, declared.schema)
 
     def _relative(self, path: str) -> str:
         """A data file's path below the root, from the log's form of it: a URI reference,
@@ -283,23 +282,17 @@ class DeltaSource(LakeSource):
     def partition_types(self, files: Iterable[str], partition_columns: Sequence[str]) -> dict[str, pa.DataType]:
         return {}  # the table's schema types them, whatever the files
 
-    def visible_columns(self, schema: pa.Schema) -> pa.Schema:
-        """``schema`` without the columns the table no longer has (an overwrite that replaced
-        its schema): files the index covered, and the index itself, still name them."""
-        if self._columns is None:  # no snapshot taken yet by this process: the current schema
-            with self._reading():
-                self._columns = frozenset(field.name for field in self._table().schema().fields)
-        kept = [field for field in schema if field.name in self._columns]
-        return schema if len(kept) == len(schema) else pa.schema(kept, metadata=schema.metadata)
-
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
-        """The table's schema, its partition columns last (as Spark reads a Delta table)."""
         with self._reading():
-            table = self._table()
-            schema = plain_schema(pa.schema(table.schema().to_arrow()))
-            partition_columns = tuple(table.metadata().partition_columns)
-        data = [field for field in schema if field.name not in partition_columns]
-        return LakeSchema.of(pa.schema(data + [schema.field(name) for name in partition_columns]), partition_columns)
+            return _declared(self._table())
+
+
+def _declared(table) -> LakeSchema:
+    """The table's schema, its partition columns last (as Spark reads a Delta table)."""
+    schema = plain_schema(pa.schema(table.schema().to_arrow()))
+    partition_columns = tuple(table.metadata().partition_columns)
+    data = [field for field in schema if field.name not in partition_columns]
+    return LakeSchema.of(pa.schema(data + [schema.field(name) for name in partition_columns]), partition_columns)
 
 
 def _bounded(arrow_type: pa.DataType) -> bool:

@@ -147,7 +147,7 @@ class IcebergSource(LakeSource):
             # Iceberg never rewrites a data file in place: path and size are its identity.
             files[path[len(location) + 1 :]] = Stamp(task.file.file_size_in_bytes, 0, "")
             self._data_files[path[len(location) + 1 :]] = task.file
-        return Snapshot(files, metadata)
+        return Snapshot(files, metadata, _declared(table))
 
     def recorded_statistics(self, files: Sequence[str], schema: pa.Schema) -> dict[str, dict[str, ColumnStatistics]]:
         """The manifests' column metrics (record count, NULL counts, lower and upper bounds),
@@ -201,19 +201,15 @@ class IcebergSource(LakeSource):
                         "name: lakeseek reads columns by name and cannot tell the two apart in older files yet"
                     )
 
-    def visible_columns(self, schema: pa.Schema) -> pa.Schema:
-        """``schema`` without the columns the table dropped: its older files still hold them."""
-        if not self._fields:  # no snapshot taken yet by this process: the current schema alone
-            with table_errors(self, *_LIBRARY_ERRORS):
-                self._fields = {field.name: field for field in self._table(self.version()).schema().fields}
-        kept = [field for field in schema if field.name in self._fields]
-        return schema if len(kept) == len(schema) else pa.schema(kept, metadata=schema.metadata)
-
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
-        """The table's schema (its columns by name; Iceberg's field ids are not kept)."""
         metadata = self.version()
         with table_errors(self, *_LIBRARY_ERRORS):
-            return LakeSchema.of(plain_schema(self._table(metadata).schema().as_arrow()))
+            return LakeSchema.of(_declared(self._table(metadata)))
+
+
+def _declared(table) -> pa.Schema:
+    """The table's schema (its columns by name; Iceberg's field ids are not kept)."""
+    return plain_schema(table.schema().as_arrow())
 
 
 def _value(value: object, arrow_type: pa.DataType) -> object:
