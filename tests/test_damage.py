@@ -504,6 +504,34 @@ def test_a_byte_changed_where_parquet_still_decodes_never_costs_rows(tmp_path, c
     assert "damaged" in caplog.text  # and it says so
 
 
+@pytest.mark.parametrize(
+    ("kind", "prefix", "options"),
+    [
+        ("sorted", "c0-", {}),
+        ("skipping", "sketches-", {}),
+        ("cuckoo", "cuckoo-", {}),
+        ("covering", "rows-", {"include": ["name"]}),
+    ],
+)
+def test_status_verify_names_a_changed_page_of_every_kind(tmp_path, kind, prefix, options):
+    from click.testing import CliRunner
+
+    from lakeseek.cli.main import main
+
+    root = str(tmp_path / "lake")
+    _lake_of_ten_files(root)
+    lakeseek.create_index(root, ["id"], kind=kind, engine="local", **options)
+    assert lakeseek.open_index(root).status(verify=True).problems == []
+    _change_a_byte_parquet_still_decodes(root, prefix)
+    index = lakeseek.open_index(root)
+    if kind in ("sorted", "covering"):  # their checks read footers only, which are as the root says
+        assert index.status().problems == []
+    [problem] = index.status(verify=True).problems  # the others' checks read the pages: named once
+    assert f"/{prefix}" in problem and "damaged" in problem and "refresh" in problem, problem
+    shown = CliRunner().invoke(main, ["status", root, "--verify"])
+    assert shown.exit_code == 0 and f"/{prefix}" in shown.stdout and "damaged" in shown.stdout, shown.output
+
+
 @pytest.mark.parametrize("kind", ["cuckoo", "covering"])  # a skipping index has one file for all columns
 def test_an_index_file_swapped_for_another_whole_one_never_costs_rows(tmp_path, caplog, kind):
     """Each file is sound, with its checksums, but holds another column's entries (found by

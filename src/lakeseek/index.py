@@ -538,11 +538,12 @@ class Index:
             return Changes(frozenset(), frozenset())
         return self.lake.changes(then, snapshot)
 
-    def status(self) -> IndexStatus:
-        """The index compared with the lake now: freshness, size, running operations, damage."""
+    def status(self, *, verify: bool = False) -> IndexStatus:
+        """The index compared with the lake now: freshness, size, running operations, damage
+        (with ``verify``, found by reading every index file whole, checksums checked)."""
         if self._unreadable is not None:
             raise self._unreadable
-        return index_status(self)
+        return index_status(self, verify)
 
     # -- internals --------------------------------------------------------------------------
     def bind(self, where: str | Predicate, state: LakeState | None = None) -> Predicate:

@@ -46,7 +46,7 @@ class IndexStatus:
         return max((c.segments for c in self.columns), default=0)
 
 
-def index_status(index: Index) -> IndexStatus:
+def index_status(index: Index, verify: bool = False) -> IndexStatus:
     state = index.lake_state()
     leases = Leases(index.storage, index.index_dir).all()
     try:
@@ -72,6 +72,6 @@ def index_status(index: Index) -> IndexStatus:
         recorded_files=state.recorded,
         tombstoned_files=len(index.root.lineage.removed),
         index_bytes=index.root.index_bytes,
-        problems=problems(index.storage, index.index_dir, index.root),
+        problems=problems(index.storage, index.index_dir, index.root, verify=verify),
         running_operations=[f"{lease.operation} ({lease.operation_id[:8]})" for lease in leases if lease.is_alive()],
     )

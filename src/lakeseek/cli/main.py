@@ -206,10 +206,11 @@ def files(lake: LakeSource, where: str, index_dir: str | None, name: str | None)
 @index_option
 @name_option
 @click.option("--format", "output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--verify", is_flag=True, help="Also read every index file whole, checking its pages' checksums.")
 @handled
-def status(lake: LakeSource, index_dir: str | None, name: str | None, output: str) -> None:
+def status(lake: LakeSource, index_dir: str | None, name: str | None, output: str, verify: bool) -> None:
     """Show an index of SOURCE: columns, segments, files covered, and what changed in the lake since."""
-    state = open_index(lake, index=index_dir, name=name).status()
+    state = open_index(lake, index=index_dir, name=name).status(verify=verify)
     if output == "json":
         sys.stdout.write(json.dumps(status_json(state), indent=2) + "\n")
         return

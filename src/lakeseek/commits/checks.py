@@ -9,6 +9,11 @@ reading more data files); these checks say which files are damaged and what repa
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from lakeseek.commits.leases import LEASE_DIR, Leases
 from lakeseek.commits.log import IndexLog
 from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError
@@ -18,8 +23,9 @@ from lakeseek.kinds import kind_named
 from lakeseek.kinds.base import REPAIR
 
 
-def problems(storage: Storage, index_dir: str, root: Root) -> list[str]:
-    """One line per damaged or foreign file of the index directory that matters to ``root``."""
+def problems(storage: Storage, index_dir: str, root: Root, *, verify: bool = False) -> list[str]:
+    """One line per damaged or foreign file of the index directory that matters to ``root``;
+    with ``verify``, every Parquet file the root names is also read whole (see :func:`unsound_files`)."""
     found = []
     log = IndexLog(storage, index_dir)
     for version in log.versions():
@@ -41,4 +47,32 @@ def problems(storage: Storage, index_dir: str, root: Root) -> list[str]:
             found.append(f"lease {LEASE_DIR}/{lease.operation_id}.json is damaged: `lakeseek cancel` removes it")
     for name in leases.strays():
         found.append(f"{LEASE_DIR}/{name} is not a lakeseek lease: left alone")
+    if verify:
+        named = " ".join(found)  # a file a check above found damaged is not named twice
+        found += [problem for path, problem in unsound_files(storage, index_dir, root) if path not in named]
     return found
+
+
+VERIFY_READERS = 8
+
+
+def unsound_files(storage: Storage, index_dir: str, root: Root) -> list[tuple[str, str]]:
+    """Each Parquet file ``root`` names that does not read whole with its pages' checksums
+    verified, with a line saying so. The checks above read footers only: a changed byte in a page (a flipped
+    bit of a bloom filter, a key turned into another) shows only when a query reads that page,
+    and then costs a full scan. This reads every byte of the index."""
+    paths = sorted(path for path in root.referenced_paths() if path.endswith(".parquet"))
+
+    def check(path: str) -> tuple[str, str] | None:
+        try:
+            data = storage.read(f"{index_dir}/{path}")
+            pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
+        except FileNotFoundError:
+            return path, f"index file {path} is missing: {REPAIR}"
+        except (OSError, pa.ArrowException) as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            return path, f"index file {path} is damaged ({reason}): {REPAIR}"
+        return None
+
+    with ThreadPoolExecutor(VERIFY_READERS) as pool:
+        return [found for found in pool.map(check, paths) if found is not None]
