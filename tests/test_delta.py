@@ -341,3 +341,23 @@ def test_the_tables_own_schema_is_the_lakes(tmp_path, refresh):
     for index in (held, lakeseek.open_index(path)):
         assert index.read("s = '250'").to_pylist() == [{"id": "a", "s": "250"}]
         assert index.read("id = 'b'").to_pylist() == [{"id": "b", "s": "251"}]
+
+
+def test_spark_front_ends_show_only_the_tables_columns(tmp_path, jvm_spark):
+    """Spark's schema of the lake kept every column Spark had recorded: after an overwrite
+    that replaced the table's schema, to_spark and both formats showed the old columns, NULL."""
+    from lakeseek.spark import PYTHON_FORMAT, to_spark
+
+    path = str(tmp_path / "t")
+    deltalake.write_deltalake(path, pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"], "old": [1, 2]}))
+    lakeseek.create_index(path, ["id"], engine="local")
+    replaced = pa.table({"id": pa.array([3], pa.int64()), "q": ["z"]})
+    deltalake.write_deltalake(path, replaced, mode="overwrite", schema_mode="overwrite")
+    for refresh in (None, "full"):
+        if refresh:
+            lakeseek.refresh_index(path, refresh, engine="local")
+        index = lakeseek.open_index(path)
+        frames = [to_spark(index, jvm_spark, "id >= 0")]
+        frames += [jvm_spark.read.format(name).load(path) for name in ("lakeseek", PYTHON_FORMAT)]
+        for frame in frames:
+            assert [row.asDict() for row in frame.collect()] == [{"id": 3, "q": "z"}], refresh

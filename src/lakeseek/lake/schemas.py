@@ -285,6 +285,7 @@ def spark_schema_json(
             out.append(kept)
         else:
             out.append({"name": field.name, "type": spark_type(field.type), "nullable": True, "metadata": {}})
-    named = set(schema.names)
-    out += [f for f in fields.values() if f["name"] not in named]  # Spark types lakeseek reads no column of
+    # Columns Spark has that lakeseek reads no column of; not one lakeseek read and the lake
+    # no longer has (a table dropped it).
+    out += [f for f in fields.values() if f["name"] not in schema.names and f["name"] not in recorded.names]
     return json.dumps({"type": "struct", "fields": out})

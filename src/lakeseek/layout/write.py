@@ -445,7 +445,8 @@ def _frame(lake, stamps, files: list[str], schema: pa.Schema, partition_columns,
         raise InvalidArgumentError(f"converting a {lake.data_format.name} lake with Spark: convert it without Spark")
     # basePath is taken as it is; the files' paths would be glob patterns but for the escapes.
     base = lake.storage.uri(lake.root)
-    return spark.read.option("basePath", base).parquet(*[literal_path(lake.file_uri(p)) for p in files])
+    reader = spark.read.options(**lake.spark_listing_options).option("basePath", base)
+    return reader.parquet(*[literal_path(lake.file_uri(p)) for p in files])
 
 
 def convert(

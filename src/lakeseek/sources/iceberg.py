@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar
 
 import pyarrow as pa
 
@@ -59,6 +60,10 @@ def _number(name: str) -> int:
 class IcebergSource(LakeSource):
     """An Iceberg table by its location, or through its catalog (``catalog``: the catalog's
     name in pyiceberg's configuration and the table's ``namespace.table``)."""
+
+    # Data files lie under data/, partition columns inside them: Spark infers no partition from
+    # the directory names (pyiceberg escapes values in them its own way, 'a b' as 'a+b').
+    spark_listing_options: ClassVar[Mapping[str, str]] = {"recursiveFileLookup": "true"}
 
     name = "iceberg"
 

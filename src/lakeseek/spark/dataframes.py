@@ -130,8 +130,10 @@ def read_files(
     query may filter on a floating-point column (see DataFormat.spark_read)."""
     from pyspark.sql import functions as F
 
+    listing = reader.options(**lake.spark_listing_options)
+
     def spark_read(uris: list[str]) -> DataFrame:
-        return lake.data_format.spark_read(reader, uris, floats_filtered=floats_filtered)
+        return lake.data_format.spark_read(listing, uris, floats_filtered=floats_filtered)
 
     deleted = {path: rows for path in files if (rows := lake.deleted_rows(path, stamps.get(path))) is not None}
     whole = [literal_path(lake.file_uri(path)) for path in files if path not in deleted]
