@@ -361,3 +361,26 @@ def test_spark_front_ends_show_only_the_tables_columns(tmp_path, jvm_spark):
         frames += [jvm_spark.read.format(name).load(path) for name in ("lakeseek", PYTHON_FORMAT)]
         for frame in frames:
             assert [row.asDict() for row in frame.collect()] == [{"id": 3, "q": "z"}], refresh
+
+
+def test_spark_front_ends_refuse_partition_names_spark_would_misread(tmp_path, jvm_spark):
+    """delta-rs writes 'é' as the directory p=%C3%A9, which Spark reads as 'Ã©' (and '01' in a
+    string column was typed a double by the JVM format): a table's partition columns have the
+    table's types, and a name Spark would misread is a one-line error, never other values."""
+    from lakeseek.spark import PYTHON_FORMAT, to_spark
+
+    path = str(tmp_path / "t")
+    rows = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "p": ["01", "1", "1.50"]})
+    deltalake.write_deltalake(path, rows, partition_by=["p"])
+    index = lakeseek.create_index(path, ["id"], engine="local")
+    for frame in (to_spark(index, jvm_spark, "id >= 1"), jvm_spark.read.format("lakeseek").load(path)):
+        assert sorted(tuple(row) for row in frame.select("id", "p").collect()) == [(1, "01"), (2, "1"), (3, "1.50")]
+        assert [row["id"] for row in frame.where("p = '01'").collect()] == [1]
+    deltalake.write_deltalake(path, pa.table({"id": pa.array([4], pa.int64()), "p": ["é"]}), mode="append")
+    index = lakeseek.open_index(path)
+    with pytest.raises(lakeseek.UnsupportedLakeError, match="as 'Ã©', but the Delta table holds 'é'"):
+        to_spark(index, jvm_spark, "id = 4")
+    with pytest.raises(Exception, match="as 'Ã©', but the Delta table holds 'é'"):
+        jvm_spark.read.format("lakeseek").load(path).where("id = 4").collect()
+    answered = jvm_spark.read.format(PYTHON_FORMAT).load(path).where("id = 4")
+    assert [tuple(row) for row in answered.select("id", "p").collect()] == [(4, "é")]

@@ -22,7 +22,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
-from lakeseek.exceptions import CommitFailedError, IncompatibleSchemaError, InvalidArgumentError, UnknownColumnError
+from lakeseek.exceptions import (
+    CommitFailedError,
+    IncompatibleSchemaError,
+    InvalidArgumentError,
+    UnknownColumnError,
+    UnsupportedLakeError,
+)
 from lakeseek.format.hashing import hash64, mix64
 from lakeseek.io import storage_for
 from lakeseek.io.hadoop import literal_path
@@ -445,6 +451,9 @@ def _frame(lake, stamps, files: list[str], schema: pa.Schema, partition_columns,
         raise InvalidArgumentError(f"converting a {lake.data_format.name} lake with Spark: convert it without Spark")
     # basePath is taken as it is; the files' paths would be glob patterns but for the escapes.
     base = lake.storage.uri(lake.root)
+    misread = lake.spark_misread_partitions(files)
+    if misread is not None:
+        raise UnsupportedLakeError(f"{misread}; or convert without Spark")
     reader = spark.read.options(**lake.spark_listing_options).option("basePath", base)
     return reader.parquet(*[literal_path(lake.file_uri(p)) for p in files])
 

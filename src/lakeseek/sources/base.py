@@ -194,6 +194,12 @@ class LakeSource(ABC):
         index covered), where the files say (see :func:`lakeseek.lake.schemas.current_partition_types`)."""
         return {}
 
+    def spark_misread_partitions(self, files: Iterable[str]) -> str | None:
+        """Why Spark, which takes partition values from directory names, would read one of
+        ``files`` with other partition values than the lake's (a sentence naming the file),
+        or None. A directory's partition values are its directory names, as Spark reads them."""
+        return None
+
     def recorded_statistics(self, files: Sequence[str], schema: pa.Schema) -> dict[str, dict[str, ColumnStatistics]]:
         """What the table's own metadata records of data files' columns (of ``schema``, the
         lake's): per file, per column it records in full, bounds holding every non-NULL value of

@@ -47,7 +47,13 @@ from lakeseek.sources.base import (
     table_errors,
     table_library,
 )
-from lakeseek.sources.partitions import partition_value, values_expression
+from lakeseek.sources.partitions import (
+    DEFAULT_PARTITION_NAME,
+    partition_value,
+    raw_partition_values,
+    unescape_path_name,
+    values_expression,
+)
 
 LOG = "_delta_log"
 _VECTOR = "dv:"  # a stamp's version naming a deletion vector: dv:<rows deleted>-<their digest>
@@ -275,6 +281,25 @@ class DeltaSource(LakeSource):
             self.snapshot()  # a process (a task) that has not read the table's files yet
         raw = self._partitions.get(file, {})
         return {field.name: _typed(raw.get(field.name), field.type) for field in fields}
+
+    def spark_misread_partitions(self, files: Iterable[str]) -> str | None:
+        """delta-rs writes a partition value's non-ASCII characters percent-encoded as UTF-8 in
+        the directory name (and an empty string as ``p=``); Spark decodes each ``%XX`` as one
+        character, so it would read ``é`` as ``Ã©``. The log's text, not the name, is the value."""
+        for file in files:
+            if file not in self._partitions:
+                self.snapshot()
+            named = raw_partition_values(file)
+            for column, text in self._partitions.get(file, {}).items():
+                found = named.get(column)
+                seen = None if found in (None, DEFAULT_PARTITION_NAME) else unescape_path_name(found)
+                if found is None or found == "" or seen != text:
+                    return (
+                        f"Spark would read partition column '{column}' of data file {file} from its directory name "
+                        f"as {seen!r}, but the Delta table holds {text!r}: read the table with the lakeseek_python "
+                        "format or lakeseek.Index.read"
+                    )
+        return None
 
     def partition_expression(self, file: str, fields: pa.Schema, time_zone: str) -> ds.Expression:
         return values_expression(self.partition_values(file, fields, time_zone), fields)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakeseek.exceptions import LakeseekError
+from lakeseek.exceptions import LakeseekError, UnsupportedLakeError
 from lakeseek.expressions.binding import resolve_column
 from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.io.hadoop import literal_path
@@ -130,6 +130,9 @@ def read_files(
     query may filter on a floating-point column (see DataFormat.spark_read)."""
     from pyspark.sql import functions as F
 
+    misread = lake.spark_misread_partitions(files)
+    if misread is not None:
+        raise UnsupportedLakeError(misread)
     listing = reader.options(**lake.spark_listing_options)
 
     def spark_read(uris: list[str]) -> DataFrame:

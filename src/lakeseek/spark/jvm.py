@@ -175,7 +175,10 @@ class IndexPlanner:
                 f"the lakeseek Spark format reads Parquet lakes through Spark's Parquet scan; read the "
                 f"{lake.data_format.name} lake {lake.shown_root} with lakeseek.spark.to_spark"
             )
-        data_columns = StructType([f for f in schema.fields if f.name not in set(partitions)])
+        # A directory's partition columns are Spark's to infer, with its settings; a table's are
+        # typed as the table types them (Spark casts each directory name's text to that type).
+        listed = lake.listed_by_spark
+        data_columns = StructType([f for f in schema.fields if not listed or f.name not in set(partitions)])
         return json.dumps({"schema": data_columns.jsonValue(), "options": dict(lake.spark_listing_options)})
 
     def candidates(self, options: str, filters: Iterable[Any]) -> str | None:
@@ -208,6 +211,9 @@ class IndexPlanner:
             return None
         plan = plan_scan(index, [found.predicate for found in pushed])
         _refuse_deleted_rows(index.lake, plan.files, index.lake_state().files)
+        misread = index.lake.spark_misread_partitions(plan.files)
+        if misread is not None:
+            raise LakeseekError(misread)
         return "\0".join(plan.files) if plan.index_used or not index.lake.listed_by_spark else None
 
     def _pushed(self, filters: Iterable[Any], schema: pa.Schema) -> list[Pushed]:
