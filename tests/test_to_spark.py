@@ -97,3 +97,20 @@ def test_covering_frame_gives_spark_over_the_lakes_rows(spark, covered_typed_lak
         expected = full.where(spark_where).select(*frame.columns)
         assert _rows(frame.where(spark_where)) == _rows(expected), (column, spark_where)
         assert frame.schema == expected.schema
+
+
+def test_columns_whose_names_hold_a_dot_or_a_backtick(spark, tmp_path):
+    """Spark reads 'a.b' in a select as a field of 'a': the names are quoted."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "lake"
+    root.mkdir()
+    pq.write_table(pa.table({"id": [1, 2], "a.b": [3, 4], "c`d": [5, 6]}), root / "part-0.parquet")
+    index = lakeseek.create_index(str(root), ["id"], engine="local")
+    for columns in (["a.b"], ["c`d"], ["id", "a.b", "c`d"]):
+        frame = to_spark(index, spark, "id = 1", columns)
+        assert (
+            frame.columns == columns
+            and [row.asDict() for row in frame.collect()] == index.read("id = 1", columns=columns).to_pylist()
+        )

@@ -213,6 +213,8 @@ def _params(request: Request, body: bytes) -> dict:
             given = json.loads(body)
         except (ValueError, UnicodeDecodeError) as error:
             raise RequestError(400, f"the request body is not JSON ({error})") from error
+        except RecursionError as error:
+            raise RequestError(400, "the request body nests JSON too deeply") from error
         if not isinstance(given, dict):
             raise RequestError(400, "the request body is a JSON object")
         params.update(given)
@@ -233,8 +235,10 @@ def _columns(params: dict) -> list[str] | None:
     if columns is None:
         return None
     if isinstance(columns, str):
-        return [name.strip() for name in columns.split(",") if name.strip()]
+        columns = [name.strip() for name in columns.split(",") if name.strip()]
     if isinstance(columns, list) and all(isinstance(name, str) for name in columns):
+        if not columns:  # rows of no column would read as no rows
+            raise RequestError(400, "'columns' names no column: leave it out for every column")
         return columns
     raise RequestError(400, "'columns' is a list of column names, or one comma-separated string")
 

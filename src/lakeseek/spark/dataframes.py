@@ -64,9 +64,10 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
         floats = any(pa.types.is_floating(field.type) for field in lake_schema if field.name in predicate.columns())
         frame = read_files(spark, index.lake, reader, chosen.files, state.files, floats_filtered=floats)
         frame = frame.where(to_spark_sql(where))
-    return (
-        frame if columns is None else frame.select(*(resolve_column(c, index.schema_of(state)).name for c in columns))
-    )
+    if columns is None:
+        return frame
+    names = [resolve_column(c, index.schema_of(state)).name for c in columns]
+    return frame.select(*(frame[f"`{name.replace('`', '``')}`"] for name in names))  # a name may hold '.' or '`'
 
 
 def covering_frame(index: Index, spark: SparkSession, column: str | None = None) -> DataFrame:
