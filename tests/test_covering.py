@@ -245,3 +245,27 @@ def test_spark_sql_over_the_covering_frame_reads_the_index_files_and_stays_exact
     with pytest.raises(LakeseekError, match="carries no rows"):
         lakeseek.create_index(root, ["id"], name="ids", engine="local")
         covering_frame(lakeseek.open_index(root, name="ids"), spark)
+
+
+@pytest.mark.spark
+def test_a_covering_frame_casts_columns_the_lake_widened(spark, tmp_path):
+    """A file added since indexing holds the key column as a bigint and a carried float as a
+    double: the row files' values are cast (the columns were left out, and a query on the key
+    failed in Spark)."""
+    from lakeseek.spark import covering_frame
+
+    root = str(tmp_path / "lake")
+    os.makedirs(root)
+    first = {
+        "id": pa.array([1, 2], pa.int64()),
+        "a": pa.array([1, 2], pa.int32()),
+        "f": pa.array([0.5, 1.5], pa.float32()),
+    }
+    pq.write_table(pa.table(first), f"{root}/p0.parquet")
+    lakeseek.create_index(root, ["a"], kind="covering", engine="local", include=["id", "f"])
+    added = {"id": pa.array([3], pa.int64()), "a": pa.array([1], pa.int64()), "f": pa.array([2.5], pa.float64())}
+    pq.write_table(pa.table(added), f"{root}/p1.parquet")
+    frame = covering_frame(lakeseek.open_index(root), spark, "a")
+    assert frame.columns == ["a", "id", "f"]
+    assert sorted(map(tuple, frame.collect())) == [(1, 1, 0.5), (1, 3, 2.5), (2, 2, 1.5)]
+    assert sorted(row["id"] for row in frame.where("a = 1").collect()) == [1, 3]

@@ -67,7 +67,7 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
     if columns is None:
         return frame
     names = [resolve_column(c, index.schema_of(state)).name for c in columns]
-    return frame.select(*(frame[f"`{name.replace('`', '``')}`"] for name in names))  # a name may hold '.' or '`'
+    return frame.select(*(frame[_quoted(name)] for name in names))
 
 
 def covering_frame(index: Index, spark: SparkSession, column: str | None = None) -> DataFrame:
@@ -77,8 +77,9 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
     or rewritten since indexing are left out. Registered as a view, it is a SQL table whose
     queries open no data file the index covers; the row files are sorted by ``column`` (an
     indexed column; None: the index's only one), so Spark's Parquet reader skips the row
-    groups a filter on it excludes. A carried column whose type the lake changed since
-    indexing is left out until a refresh."""
+    groups a filter on it excludes. A carried column the lake widened since indexing (an int
+    now a bigint) is cast; one whose type changed otherwise (a number now text) is left out
+    until a refresh."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DoubleType, FloatType, IntegerType, StructField, StructType
 
@@ -91,16 +92,29 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
         )
     paths, carried = found
     schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
-    carried_schema = StructType([schema[name] for name in carried if index.serves(name, state)])
+    recorded = StructType.fromJson(json.loads(index.root.spark_schema))
+    # The row files hold a carried column in its type when indexed; one the lake widened since
+    # (an int now a bigint) is cast, which keeps every value. Any other change leaves it out.
+    stored = {
+        name: recorded[name] if name in recorded.fieldNames() and not index.serves(name, state) else schema[name]
+        for name in carried
+    }
+    carried_schema = StructType(
+        [schema[name] for name in carried if _widens(stored[name].dataType, schema[name].dataType)]
+    )
     floats = any(isinstance(field.dataType, FloatType | DoubleType) for field in carried_schema.fields)
     parts = []
     if paths:
         uris = [literal_path(index.storage.uri(f"{index.index_dir}/{path}")) for path in paths]
-        with_file = StructType([*carried_schema.fields, StructField(ROW_FILE, IntegerType())])
+        row_fields = [stored[field.name] for field in carried_schema.fields]
+        with_file = StructType([*row_fields, StructField(ROW_FILE, IntegerType())])
         # parquet-mr checks the pages' checksums only when asked: a damaged row file fails the
         # query instead of answering from what it now says.
         checked = spark.read.schema(with_file).option("parquet.page.verify-checksum.enabled", "true")
         rows = PARQUET.spark_read(checked, uris, floats_filtered=floats)
+        widened = [field for old, field in zip(row_fields, carried_schema.fields, strict=True) if old != field]
+        for field in widened:
+            rows = rows.withColumn(field.name, rows[_quoted(field.name)].cast(field.dataType))
         if index.root.lineage.removed or state.removed or state.changed:
             # Rows of files removed or rewritten since (kept by the row files until a full optimize).
             live = spark.createDataFrame(pa.table({ROW_FILE: pa.array(list(state.indexed), pa.int32())}))
@@ -113,6 +127,42 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
     if not parts:
         return spark.createDataFrame([], carried_schema)
     return functools.reduce(lambda a, b: a.unionByName(b), parts)
+
+
+def _quoted(name: str) -> str:
+    """``name`` as a Spark column reference (a name may hold '.' or '`')."""
+    return f"`{name.replace('`', '``')}`"
+
+
+def _widens(old, new) -> bool:
+    """Whether Spark's cast of every value of type ``old`` to ``new`` is that value exactly: the
+    same type, or one the lake's schema widens it to (lakeseek.lake.schemas) other than text."""
+    from pyspark.sql.types import (
+        ByteType,
+        DateType,
+        DecimalType,
+        DoubleType,
+        FloatType,
+        IntegerType,
+        LongType,
+        ShortType,
+        TimestampNTZType,
+    )
+
+    if old == new:
+        return True
+    integers = (ByteType, ShortType, IntegerType, LongType)
+    rank = {ByteType: 0, ShortType: 1, IntegerType: 2, LongType: 3}
+    if isinstance(old, integers) and isinstance(new, integers):
+        return rank[type(old)] <= rank[type(new)]
+    if isinstance(old, ByteType | ShortType | IntegerType | FloatType) and isinstance(new, DoubleType):
+        return True
+    if isinstance(old, integers) and isinstance(new, DecimalType):
+        digits = {ByteType: 3, ShortType: 5, IntegerType: 10, LongType: 19}[type(old)]
+        return new.precision - new.scale >= digits
+    if isinstance(old, DecimalType) and isinstance(new, DecimalType):
+        return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
+    return isinstance(old, DateType) and isinstance(new, TimestampNTZType)
 
 
 def read_files(
