@@ -384,3 +384,32 @@ def test_spark_front_ends_refuse_partition_names_spark_would_misread(tmp_path, j
         jvm_spark.read.format("lakeseek").load(path).where("id = 4").collect()
     answered = jvm_spark.read.format(PYTHON_FORMAT).load(path).where("id = 4")
     assert [tuple(row) for row in answered.select("id", "p").collect()] == [(4, "é")]
+
+
+def test_partition_columns_of_other_types_reach_spark(tmp_path, jvm_spark):
+    """The check of directory names compares their text with the table's for strings only: an
+    int or a date partition is ASCII text Spark casts to the table's type (every such table
+    was refused when the check compared the text with the typed value)."""
+    import datetime as dt
+
+    from lakeseek.spark import to_spark
+
+    path = str(tmp_path / "t")
+    days = [dt.date(2024, 1, 1), dt.date(2024, 1, 2)]
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "n": pa.array([1, 2], pa.int32()), "d": days})
+    deltalake.write_deltalake(path, rows, partition_by=["n", "d"])
+    index = lakeseek.create_index(path, ["id"], engine="local")
+    for frame in (to_spark(index, jvm_spark, "id = 2"), jvm_spark.read.format("lakeseek").load(path).where("id = 2")):
+        assert [tuple(row) for row in frame.select("id", "n", "d").collect()] == [(2, 2, days[1])]
+
+
+def test_a_covering_index_whose_carried_column_the_table_dropped_refreshes(tmp_path):
+    path = str(tmp_path / "t")
+    rows = pa.table({"id": pa.array(range(20), pa.int64()), "n": pa.array(range(20), pa.int64()), "s": ["x"] * 20})
+    deltalake.write_deltalake(path, rows)
+    lakeseek.create_index(path, ["n"], kind="covering", include=["s"], engine="local")
+    replaced = pa.table({"id": pa.array([20, 21], pa.int64()), "n": pa.array([3, 4], pa.int64())})
+    deltalake.write_deltalake(path, replaced, mode="overwrite", schema_mode="overwrite")
+    for mode in ("incremental", "full"):
+        index = lakeseek.refresh_index(path, mode, engine="local")
+        assert index.lake_state().is_fresh and index.read("n = 3").to_pylist() == [{"id": 20, "n": 3}], mode

@@ -284,6 +284,11 @@ class IndexKind(ABC):
     def config_of(self, content: IndexContent) -> Any:
         return getattr(content, "config", None)
 
+    def config_for(self, config: Any, schema: pa.Schema) -> Any:
+        """``config`` for a build over a lake of ``schema`` (a full refresh's): without the
+        columns it names that the lake no longer has (a table dropped them), each with a warning."""
+        return config
+
     def stored_columns(self, config: Any, columns: list[str]) -> list[str]:
         """The lake columns an index of ``columns`` with ``config`` stores (the indexed ones)."""
         return list(columns)

@@ -169,7 +169,7 @@ def _rebuild(op: Operation, base: Root, snapshot: Snapshot, runner: LazyRunner) 
     lineage = numbered(files, first_id=0)
     kind = kind_named(base.kind)
     job = op.job(schema, base.partition_columns, runner)
-    content = kind.build(job, kind.config_of(base.content), columns, lineage)
+    content = kind.build(job, kind.config_for(kind.config_of(base.content), schema), columns, lineage)
     actions = (
         SetContent(content),
         ReplaceFiles(op.lineage_part(lineage, 0)),

@@ -290,13 +290,15 @@ class DeltaSource(LakeSource):
             if file not in self._partitions:
                 self.snapshot()
             named = raw_partition_values(file)
-            for column, text in self._partitions.get(file, {}).items():
+            for column, value in self._partitions.get(file, {}).items():
                 found = named.get(column)
                 seen = None if found in (None, DEFAULT_PARTITION_NAME) else unescape_path_name(found)
+                # Numbers, dates and times are ASCII text, which Spark casts to the table's type.
+                text = value if isinstance(value, str) else seen if value is not None else None
                 if found is None or found == "" or seen != text:
                     return (
                         f"Spark would read partition column '{column}' of data file {file} from its directory name "
-                        f"as {seen!r}, but the Delta table holds {text!r}: read the table with the lakeseek_python "
+                        f"as {seen!r}, but the Delta table holds {value!r}: read the table with the lakeseek_python "
                         "format or lakeseek.Index.read"
                     )
         return None

@@ -11,6 +11,8 @@ removed or rewritten files are left out, and a full optimize drops them.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +39,8 @@ from lakeseek.kinds.covering.reader import CoveringReader
 from lakeseek.kinds.file_keys import indexed_columns
 from lakeseek.kinds.segments import AppendSegments, merged_per_column
 
+logger = logging.getLogger(__name__)
+
 MAX_CHUNK_ROWS = 1 << 20
 
 
@@ -60,6 +64,14 @@ class CoveringKind(IndexKind):
 
     def check_columns(self, names: list[str], schema: pa.Schema, partition_columns: tuple[str, ...]) -> list[str]:
         return [column.name for column in indexed_columns(names, schema, partition_columns)]
+
+    def config_for(self, config: CoveringConfig, schema: pa.Schema) -> CoveringConfig:
+        names = {name.lower() for name in schema.names}
+        kept = tuple(name for name in config.include if name.lower() in names)
+        for name in config.include:
+            if name not in kept:
+                logger.warning("column '%s' is no longer the lake's, the index no longer carries it", name)
+        return dataclasses.replace(config, include=kept)
 
     def stored_columns(self, config: CoveringConfig, columns: list[str]) -> list[str]:
         return [*columns, *config.include]
