@@ -90,12 +90,13 @@ def test_a_source_that_is_not_utf8(tmp_path):
         (["create", "{file}", "--columns", "id"], "is not a directory"),
         (["query", "{lake}/..", "--where", "id = 1"], "lakeseek: error:"),
         (["create", "{lake}", "--columns", "id", "--index", "{lake}/p=0"], "inside the lake"),
+        (["layout", "write", "{lake}", "{tmp}/otree", "--columns", "id", "--headroom", "nan", "--engine", "local"], "headroom"),
     ],
 )
 def test_bad_options_are_one_line(typed_lake, tmp_path, args, words):
     a_file = tmp_path / "a-file.parquet"
     a_file.write_bytes(b"PAR1")
-    filled = [arg.format(lake=typed_lake, file=a_file) for arg in args]
+    filled = [arg.format(lake=typed_lake, file=a_file, tmp=tmp_path) for arg in args]
     _assert_one_line_error(_lakeseek(*filled), words)
 
 

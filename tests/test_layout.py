@@ -320,6 +320,9 @@ def test_bad_requests_are_one_line_errors(tmp_path):
             layout.sample_sql(fraction)
     with pytest.raises(InvalidArgumentError, match="a name lakeseek's layout writer uses"):
         layout.write(rows.append_column("__lakeseek_file", pa.array([1] * 100)), str(tmp_path / "other"), ["a"])
+    for headroom in (float("nan"), float("inf"), -0.5):
+        with pytest.raises(InvalidArgumentError, match="headroom a finite number"):
+            layout.write(rows, location, ["a"], headroom=headroom)
     many = pa.table({f"c{n}": pa.array([n]) for n in range(40)})
     with pytest.raises(InvalidArgumentError, match="at most 32 columns"):
         layout.write(many, str(tmp_path / "wide"), many.column_names)

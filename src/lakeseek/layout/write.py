@@ -274,8 +274,8 @@ def write(
     per doubling, not per append. Returns the committed state."""
     if mode not in MODES:
         raise InvalidArgumentError(f"unknown write mode {mode!r} (use {' or '.join(MODES)})")
-    if cube_size < 1 or (max_file_rows is not None and max_file_rows < 1) or headroom < 0:
-        raise InvalidArgumentError("cube_size and max_file_rows are positive, headroom at least 0")
+    if cube_size < 1 or (max_file_rows is not None and max_file_rows < 1) or not 0 <= headroom < math.inf:
+        raise InvalidArgumentError("cube_size and max_file_rows are positive, headroom a finite number at least 0")
     source = _input(data)
     check_names(source.schema)
     specs = parse_columns(columns, source.schema)
