@@ -376,6 +376,20 @@ def test_spark_writes_the_same_layout_and_reads_samples_through_the_blocks(spark
     assert scan(converted).execute("SELECT count(*) FROM lake").fetchone()[0] == 7000
 
 
+def test_spark_writes_timestamps_of_the_first_and_last_years(spark, tmp_path):
+    """Python datetimes cannot hold them in local time: the write's ranges must not pass through them."""
+    rows = pa.table(
+        {
+            "a": pa.array([1, 2, 3], pa.int32()),
+            "ts": pa.array([-62135596800_000000, 0, 253402300799_999999], pa.timestamp("us", tz="UTC")),
+        }
+    )
+    location = str(tmp_path / "lake")
+    layout.write(spark.createDataFrame(rows.to_pandas()), location, ["ts"], mode="overwrite")
+    got = layout.read(location, "ts < TIMESTAMP '1970-01-01 00:00:01'", columns=["a"]).column("a").to_pylist()
+    assert sorted(got) == [1, 2]
+
+
 def _files_read(frame) -> int:
     """The files Spark's scan of a frame not collected before lists (its numFiles metric)."""
     frame.collect()

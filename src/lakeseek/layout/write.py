@@ -176,13 +176,14 @@ class SparkInput:
             if isinstance(types[name], DoubleType | FloatType):
                 column = F.when(~F.isnan(column) & (F.abs(column) != float("inf")), column)
             aggregates += [F.min(column), F.max(column)]
-        row = self.frame.agg(*aggregates).collect()[0]
-        schema = self.schema
+        # Through Arrow, not Row objects: PySpark makes a timestamp a local datetime, which
+        # fails for the first and last years Spark holds.
+        row = self.frame.agg(*aggregates).toArrow()
         found = {}
         for i, name in enumerate(columns):
-            low, high = row[1 + 2 * i], row[2 + 2 * i]
-            found[name] = finite_range(numbers(pa.array([low, high], schema.field(name).type)))
-        return int(row[0]), found
+            low, high = row.column(1 + 2 * i), row.column(2 + 2 * i)
+            found[name] = finite_range(numbers(pa.concat_arrays([*low.chunks, *high.chunks])))
+        return int(row.column(0)[0].as_py()), found
 
     def sample(self, columns: Sequence[str], below: int) -> pa.Table:
         from pyspark.sql import functions as F
