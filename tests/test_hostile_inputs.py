@@ -90,7 +90,10 @@ def test_a_source_that_is_not_utf8(tmp_path):
         (["create", "{file}", "--columns", "id"], "is not a directory"),
         (["query", "{lake}/..", "--where", "id = 1"], "lakeseek: error:"),
         (["create", "{lake}", "--columns", "id", "--index", "{lake}/p=0"], "inside the lake"),
-        (["layout", "write", "{lake}", "{tmp}/otree", "--columns", "id", "--headroom", "nan", "--engine", "local"], "headroom"),
+        (
+            ["layout", "write", "{lake}", "{tmp}/otree", "--columns", "id", "--headroom", "nan", "--engine", "local"],
+            "headroom",
+        ),
     ],
 )
 def test_bad_options_are_one_line(typed_lake, tmp_path, args, words):

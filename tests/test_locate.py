@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
+import math
 import os
 import random
 from decimal import Decimal
@@ -139,8 +140,8 @@ def _sql(key: object) -> str:
         return f"TIMESTAMPTZ '{key.isoformat()}'" if key.tzinfo else f"TIMESTAMP '{key.isoformat()}'"
     if isinstance(key, dt.date):
         return f"DATE '{key.isoformat()}'"
-    if isinstance(key, float):  # by its exact value, as locate compares numbers (not as a double)
-        return str(Decimal(key))
+    if isinstance(key, float):  # a DOUBLE the column is cast to, as Spark compares them
+        return f"{key!r}::DOUBLE"
     return str(key)
 
 
@@ -148,7 +149,14 @@ def _key_variants(value: object) -> st.SearchStrategy:
     """Keys around a column value: itself, its text (padded), nearby and far numbers, other types."""
     variants: list[object] = [value, str(value), f" {value} "]
     if isinstance(value, int | Decimal):
-        variants += [float(value), value + Decimal("0.5"), -1, 2**70, int(value) + 1]
+        variants += [
+            float(value),
+            math.nextafter(float(value), math.inf),
+            value + Decimal("0.5"),
+            -1,
+            2**70,
+            int(value) + 1,
+        ]
     if isinstance(value, dt.datetime):
         variants += [value.replace(tzinfo=dt.timezone.utc), value.date(), value.isoformat(sep=" ")]
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
@@ -160,7 +168,7 @@ def _key_variants(value: object) -> st.SearchStrategy:
 @given(data=st.data())
 def test_keys_of_any_type_pair_the_files_a_query_finds(keyed_lake, data):
     """``locate`` pairs a key with the files where ``column = key`` holds a row (DuckDB, per
-    file), and refuses the keys such a query refuses; numbers by their exact value."""
+    file), and refuses the keys such a query refuses; floats as DOUBLEs, other numbers by their exact value."""
     column = data.draw(st.sampled_from(list(_KEYED)))
     present = [v for v in _KEYED[column].to_pylist() if v is not None]
     keys = data.draw(st.lists(st.sampled_from(present).flatmap(_key_variants), min_size=1, max_size=4))

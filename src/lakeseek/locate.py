@@ -8,6 +8,7 @@ with a key only if it holds a row with that key.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable, Iterable
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -77,11 +78,13 @@ def _with_paths(entries: pa.Table, state: LakeState, row_groups: bool) -> pa.Tab
 def exact_keys(keys: Iterable[KeyValue] | pa.Array, column: pa.Field, key_type: pa.DataType) -> pa.Array:
     """The distinct non-NULL values of ``column`` some key equals, as index keys.
 
-    A number equals the values of its exact value (``1.5`` no integer, ``2.0`` the integer 2);
-    any other key the values ``files("column = key")`` finds: a string is cast as Spark casts it
-    (a malformed one is an error, as in a predicate), a datetime is a TIMESTAMP (aware) or a
-    TIMESTAMP_NTZ (naive). Keys already of the column's type, or integers and decimals that all
-    convert exactly, are converted at once; the others one by one.
+    A key equals the values ``files("column = key")`` finds, as Spark compares them: an
+    integer or a decimal by its exact value (``Decimal("1.5")`` no integer), a float as a
+    DOUBLE the column is cast to (``0.01`` the decimal 0.01, ``2.0`` the integer 2, and every
+    bigint that rounds to a float beyond 2**53), a string cast as Spark casts it (a malformed
+    one is an error, as in a predicate), a datetime as a TIMESTAMP (aware) or a TIMESTAMP_NTZ
+    (naive). Keys already of the column's type, or integers and decimals that all convert
+    exactly, are converted at once; the others one by one.
     """
     column_type = value_type(column.type)
     given = keys if isinstance(keys, pa.Array) else _array(list(keys))
@@ -92,8 +95,8 @@ def exact_keys(keys: Iterable[KeyValue] | pa.Array, column: pa.Field, key_type: 
         if converted is not None:
             return pc.unique(converted.cast(key_type, safe=False))
         given = given.to_pylist()
-    values = (_column_value(key, column) for key in given if key is not None)
-    return pc.unique(pa.array([value for value in values if value is not None], column_type).cast(key_type, safe=False))
+    values = [value for key in given if key is not None for value in _column_values(key, column)]
+    return pc.unique(pa.array(values, column_type).cast(key_type, safe=False))
 
 
 def _array(keys: list) -> pa.Array | list:
@@ -126,25 +129,31 @@ def _converted_at_once(given: pa.Array, column_type: pa.DataType) -> pa.Array | 
     return converted
 
 
-def _column_value(key: object, column: pa.Field) -> object | None:
-    """The value of ``column`` equal to ``key`` (see :func:`exact_keys`), or None."""
+def _column_values(key: object, column: pa.Field) -> list[object]:
+    """The values of ``column`` equal to ``key`` (see :func:`exact_keys`)."""
     column_type = value_type(column.type)
     numeric = pa.types.is_integer(column_type) or pa.types.is_decimal(column_type) or pa.types.is_floating(column_type)
     if numeric and isinstance(key, numbers.Real | Decimal) and not isinstance(key, bool):
-        return _exact_number(key, column_type)
+        if isinstance(key, float | np.floating):
+            return _double_matches(float(key), column_type, column.name)
+        return _present(_exact_number(key, column_type))
     bound = compare("=", column, python_literal(key))
     if not isinstance(bound, Comparison):
-        return None  # FALSE for every value
+        return []  # FALSE for every value
     if bound.literal.type == column_type:
-        return bound.literal.value
+        return [bound.literal.value]
     if pa.types.is_floating(bound.literal.type):
-        return _float_match(bound.literal.value, column_type, column.name)
+        return _double_matches(bound.literal.value, column_type, column.name)
     try:  # compared in a wider type (bytes with a fixed-size binary column): the value it converts to exactly
         compared = pa.scalar(bound.literal.value, bound.literal.type)
         value = compared.cast(column_type)
-        return value.as_py() if value.cast(compared.type) == compared else None
+        return [value.as_py()] if value.cast(compared.type) == compared else []
     except (pa.ArrowException, ValueError, OverflowError):
-        return None
+        return []
+
+
+def _present(value: object | None) -> list[object]:
+    return [] if value is None else [value]
 
 
 def _exact_number(number: numbers.Real | Decimal, column_type: pa.DataType) -> object | None:
@@ -159,21 +168,31 @@ def _exact_number(number: numbers.Real | Decimal, column_type: pa.DataType) -> o
     return value if value == number else None
 
 
-def _float_match(number: float, column_type: pa.DataType, column: str) -> object | None:
-    """The one value of a decimal or floating column equal to ``number`` in floating point
-    (as Spark compares such a column with a string), or None. Where several values are
-    (decimals of more than 15 digits), a key cannot name one: an error."""
+def _double_matches(number: float, column_type: pa.DataType, column: str) -> list[object]:
+    """The values of a numeric column equal to ``number`` once cast to a double, as Spark
+    compares a column with a DOUBLE. Where a key would name too many values to list
+    (decimals of more than 15 digits), an error."""
     if pa.types.is_floating(column_type):
-        return _exact_number(number, column_type)
+        return _present(_exact_number(number, column_type))
+    if not math.isfinite(number):
+        return []
+    if pa.types.is_integer(column_type):
+        if number != math.floor(number):
+            return []
+        if abs(number) <= 2**53:
+            return _present(_exact_number(int(number), column_type))
+        # Integers this large round to doubles 2**11 or more apart: each one rounding to it.
+        low = (int(math.nextafter(number, -math.inf)) + int(number)) // 2
+        high = (int(number) + int(math.nextafter(number, math.inf))) // 2 + 1
+        bounds = np.iinfo(column_type.to_pandas_dtype())
+        return [v for v in range(max(low, int(bounds.min)), min(high, int(bounds.max)) + 1) if float(v) == number]
     if pa.types.is_decimal(column_type) and column_type.precision <= 15:
-        if number != number or abs(number) == float("inf"):
-            return None
         candidate = Decimal(repr(number)).quantize(Decimal(1).scaleb(-column_type.scale), rounding=ROUND_HALF_EVEN)
         fits = len(candidate.as_tuple().digits) <= column_type.precision
-        return candidate if fits and float(candidate) == number else None
+        return [candidate] if fits and float(candidate) == number else []
     raise PredicateTypeError(
         f"the key {number!r} is compared with column '{column}' ({column_type}) as a double, which several of "
-        "its values equal: give the keys as numbers"
+        "its values equal: give the keys as integers or decimals"
     )
 
 
