@@ -585,7 +585,7 @@ class Index:
         return chosen
 
     def _planner(self, state: LakeState, served: set[str] | None = None) -> Planner:
-        return Planner(self.kind_reader, self.root.schema, self.root.columns, state, served)
+        return Planner(self.kind_reader, self.schema_of(state), self.root.columns, state, served)
 
     def prepare(self, predicate: Predicate, state: LakeState) -> Prepared:
         """The plan of a bound ``predicate`` in the lake as ``state`` lists it, estimated from
