@@ -36,6 +36,13 @@ def spark_schema(index: Index) -> StructType:
     return StructType.fromJson(json.loads(index.spark_schema_json()))
 
 
+def arrow_frame(spark: SparkSession, table: pa.Table, schema=None) -> DataFrame:
+    """``table`` as a DataFrame, without its empty record batches: PySpark (4.3) ends its read
+    of the Arrow stream at the first one, and every later batch's rows were lost."""
+    table = pa.Table.from_batches([batch for batch in table.to_batches() if batch.num_rows], schema=table.schema)
+    return spark.createDataFrame(table, schema)
+
+
 def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] | None = None) -> DataFrame:
     """A Spark DataFrame of the rows matching ``where`` (``columns`` of them; None: all), over
     the index's candidate files only, or from a covering index's own rows when it carries
@@ -53,7 +60,7 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
     covered = index.covered_read(predicate, columns, state)
     if covered is not None:
         rows = covered[0]
-        return spark.createDataFrame(rows, StructType([schema[name] for name in rows.column_names]))
+        return arrow_frame(spark, rows, StructType([schema[name] for name in rows.column_names]))
     chosen = index.plan(where, state=state)
     if not chosen.files:
         frame = spark.createDataFrame([], schema)
@@ -117,7 +124,7 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
             rows = rows.withColumn(field.name, rows[_quoted(field.name)].cast(field.dataType))
         if index.root.lineage.removed or state.removed or state.changed:
             # Rows of files removed or rewritten since (kept by the row files until a full optimize).
-            live = spark.createDataFrame(pa.table({ROW_FILE: pa.array(list(state.indexed), pa.int32())}))
+            live = arrow_frame(spark, pa.table({ROW_FILE: pa.array(list(state.indexed), pa.int32())}))
             rows = rows.join(F.broadcast(live), ROW_FILE, "left_semi")
         parts.append(rows.drop(ROW_FILE))
     if state.unindexed:
@@ -194,7 +201,7 @@ def read_files(
     frames = [spark_read(whole)] if whole else []
     for path, rows in deleted.items():
         frame = spark_read([literal_path(lake.file_uri(path))])
-        positions = spark.createDataFrame(pa.table({_ROW: pa.array(rows, pa.int64())}))
+        positions = arrow_frame(spark, pa.table({_ROW: pa.array(rows, pa.int64())}))
         with_positions = frame.withColumn(_ROW, F.col("_metadata.row_index"))
         frames.append(with_positions.join(F.broadcast(positions), _ROW, "left_anti").drop(_ROW))
     return functools.reduce(lambda a, b: a.unionByName(b), frames)
@@ -243,7 +250,7 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
     if uris and len(lineage):
         entries = spark.read.parquet(*[literal_path(uri) for uri in uris]).select(KEY, FILE_ID)
         typed = _exactly_as(wanted, entries.schema[KEY].dataType)
-        live = spark.createDataFrame(lineage)
+        live = arrow_frame(spark, lineage)
         # distinct: with row-group precision a key has one entry per row group of a file.
         parts.append(entries.join(typed, KEY).join(F.broadcast(live), FILE_ID).select(KEY, FILE).distinct())
     base = lake.uri
