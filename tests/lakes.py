@@ -359,6 +359,57 @@ def restamp_indexes(lake: str) -> None:
 FUZZ_EXAMPLES = os.environ.get("LAKESEEK_FUZZ_EXAMPLES")
 
 
+def is_text_type(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or pa.types.is_string_view(arrow_type)
+
+
+def column_predicates(table: pa.Table, rng: random.Random) -> list[str]:
+    """Four predicates on random columns of ``table`` (an Arrow table a history's oracle holds, with an ``id`` column),
+    with literals from its values: equality, ranges, IN, IS NULL and an OR."""
+    found = []
+    for _ in range(4):
+        column = rng.choice(table.column_names)
+        values = [v for v in table.column(column).to_pylist() if v is not None] or [
+            "ant" if is_text_type(table.schema.field(column).type) else 0
+        ]
+        value = rng.choice(values)
+        literal = "'" + value.replace("'", "''") + "'" if isinstance(value, str) else str(value)
+        others = ", ".join(
+            [
+                literal,
+                *(
+                    literal if not isinstance(v, str) else "'" + v.replace("'", "''") + "'"
+                    for v in rng.sample(values, min(2, len(values)))
+                ),
+            ]
+        )
+        found.append(
+            rng.choice(
+                [
+                    f"{column} = {literal}",
+                    f"{column} < {literal}",
+                    f"{column} >= {literal}",
+                    f"{column} IN ({others})",
+                    f"{column} IS NULL",
+                    f"{column} <> {literal} OR id = {rng.randrange(max(len(values), 1))}",
+                ]
+            )
+        )
+    return found
+
+
+def check_spark_front_ends(index, spark, location: str, where: str, expected: list[int]) -> None:
+    """The ids of the rows ``to_spark`` and the JVM ``lakeseek`` format read for ``where`` are ``expected``."""
+    from lakeseek.spark import to_spark
+
+    frames = {
+        "to_spark": to_spark(index, spark, where, columns=["id"]),
+        "lakeseek format": spark.read.format("lakeseek").load(location).where(where).select("id"),
+    }
+    for name, frame in frames.items():
+        assert sorted(row[0] for row in frame.collect()) == expected, f"{name}: {where}"
+
+
 def fuzz_settings(examples: int) -> settings:
     """Hypothesis settings of a generated test: ``examples`` fixed ones in CI, more under ``make fuzz``."""
     return settings(

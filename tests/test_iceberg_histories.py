@@ -5,8 +5,9 @@ Hypothesis draws an index kind and a sequence of table changes made by pyiceberg
 (appends, row deletes, overwrites, columns added, dropped and widened from int to long)
 interleaved with refreshes. After every step, generated predicates over the table's columns
 (an added column no file holds yet among them: NULL in every row) go through a fresh
-``open_index`` and through one handle kept since the create; both must return the rows
-DuckDB finds in the table as pyiceberg scans it. The one table lakeseek refuses, one that
+``open_index`` and through one handle kept since the create, and one of them through Spark
+(``to_spark`` and the JVM ``lakeseek`` format); each must return the rows DuckDB finds in the
+table as pyiceberg scans it. The one table lakeseek refuses, one that
 dropped a column and added another under its name, must be a one-line error, never rows.
 """
 
@@ -21,9 +22,10 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 import lakeseek
-from tests.lakes import fuzz_settings
+from tests.lakes import check_spark_front_ends, column_predicates, fuzz_settings
 
 pytest.importorskip("pyiceberg")
+pytestmark = pytest.mark.spark
 
 INDEXED = ["id", "name", "small"]
 EXTRAS = ["extra_long", "extra_text"]  # columns a history may add (and drop, and add again)
@@ -116,51 +118,23 @@ class IcebergHistory:
         self._lakeseek(lambda: lakeseek.create_index(self.location, INDEXED, kind=self.kind, engine="local", **options))
         self.kept = self._lakeseek(lambda: lakeseek.open_index(self.location))
 
-    def check(self, seed: int) -> None:
+    def check(self, seed: int, spark) -> None:
         table = self.catalog.load_table("ns.events").scan().to_arrow()
         rows = table  # noqa: F841  (DuckDB reads it by name)
-        handles = [self._lakeseek(lambda: lakeseek.open_index(self.location)), self.kept]
-        for where in self._predicates(table, random.Random(seed)):
+        fresh = self._lakeseek(lambda: lakeseek.open_index(self.location))
+        predicates = column_predicates(table, random.Random(seed))
+        for where in predicates:
             expected = sorted(row[0] for row in duckdb.sql(f"SELECT id FROM rows WHERE {where}").fetchall())
-            for handle in handles:
+            for handle in (fresh, self.kept):
                 if handle is None:
                     continue
                 answer = self._lakeseek(lambda h=handle, w=where: h.read(w, columns=["id"]))
                 if answer is not None:
                     assert sorted(answer.column("id").to_pylist()) == expected, where
-
-    @staticmethod
-    def _predicates(table: pa.Table, rng: random.Random) -> list[str]:
-        found = []
-        for _ in range(4):
-            column = rng.choice(table.column_names)
-            values = [v for v in table.column(column).to_pylist() if v is not None] or [
-                "ant" if pa.types.is_large_string(table.schema.field(column).type) else 0
-            ]
-            value = rng.choice(values)
-            literal = "'" + value.replace("'", "''") + "'" if isinstance(value, str) else str(value)
-            others = ", ".join(
-                [
-                    literal,
-                    *(
-                        literal if not isinstance(v, str) else "'" + v.replace("'", "''") + "'"
-                        for v in rng.sample(values, min(2, len(values)))
-                    ),
-                ]
-            )
-            found.append(
-                rng.choice(
-                    [
-                        f"{column} = {literal}",
-                        f"{column} < {literal}",
-                        f"{column} >= {literal}",
-                        f"{column} IN ({others})",
-                        f"{column} IS NULL",
-                        f"{column} <> {literal} OR id = {rng.randrange(max(len(values), 1))}",
-                    ]
-                )
-            )
-        return found
+        if fresh is not None and self.refused is None:
+            where = predicates[0]
+            expected = sorted(row[0] for row in duckdb.sql(f"SELECT id FROM rows WHERE {where}").fetchall())
+            check_spark_front_ends(fresh, spark, self.location, where, expected)
 
 
 STEPS = st.tuples(
@@ -176,12 +150,12 @@ STEPS = st.tuples(
     steps=st.lists(STEPS, min_size=2, max_size=7),
     seed=st.integers(0, 10**6),
 )
-def test_generated_iceberg_histories_stay_exact(tmp_path_factory, kind, steps, seed):
+def test_generated_iceberg_histories_stay_exact(tmp_path_factory, jvm_spark, kind, steps, seed):
     history = IcebergHistory(str(tmp_path_factory.mktemp("iceberg")), kind)
     history.apply(("append", 30, seed))
     history.apply(("append", 25, seed + 1))
     history.create()
-    history.check(seed)
+    history.check(seed, jvm_spark)
     for number, step in enumerate(steps):
         history.apply(step)
-        history.check(seed + number)
+        history.check(seed + number, jvm_spark)

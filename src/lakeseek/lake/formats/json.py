@@ -23,8 +23,8 @@ class JsonFormat(TextFormat):
     def dataset_format(self, schema: pa.Schema, *, local: bool = False) -> ds.JsonFileFormat:
         explicit = pa.schema(list(schema))
         # newlines_in_values: with its default chunker, pyarrow 26's dataset reader reads a
-        # file of one object and no newline at its end as one row of NULLs. (An object over
-        # several lines is still refused: read_whole opens every file first.)
+        # file of one object and no newline at its end as one row of NULLs. (read_whole, like
+        # this chunker, takes an object over several lines too.)
         options = pajson.ParseOptions(
             explicit_schema=explicit, unexpected_field_behavior="ignore", newlines_in_values=True
         )
