@@ -285,6 +285,29 @@ def test_recursive_file_lookup_has_no_partition_columns(spark, tmp_path, sources
         assert _rows(frame.where("id = 3")) == _rows(expected.where("id = 3")), source
 
 
+@pytest.mark.parametrize("root_file", ["a.parquet", "z.parquet"])
+def test_a_file_in_the_root_of_a_partitioned_lake_is_not_read(spark, tmp_path, sources, root_file):
+    """Spark's partition discovery reads no file in the root once others sit in partition
+    directories. lakeseek read it, with NULL partition values, and took the partition columns
+    from the first file: with a root file named a.parquet the lake had no column p."""
+    partitioned = {
+        "p=1/f.parquet": pa.table({"id": pa.array([1], pa.int64()), "s": ["a"]}),
+        "p=2/f.parquet": pa.table({"id": pa.array([2], pa.int64()), "s": ["b"]}),
+    }
+    root = {root_file: pa.table({"id": pa.array([100], pa.int64()), "s": ["root"]})}
+    later = _write(tmp_path / "later", partitioned)
+    held = lakeseek.create_index(later, ["id"], engine="local")
+    _write(later, root)
+    first = _write(tmp_path / "first", {**partitioned, **root})
+    lakeseek.create_index(first, ["id"], engine="local")
+    for lake in (later, first):
+        oracle = spark.read.parquet(lake)
+        assert oracle.columns == ["id", "s", "p"]
+        for where in ("id >= 0", "id = 100", "p IS NULL", "s = 'root'"):
+            _check(spark, lake, where, oracle, sources)
+    assert held.read("id >= 0").column("id").to_pylist() == [1, 2]
+
+
 # -- 3. column names in another case ---------------------------------------------------------------
 def test_names_that_differ_in_case_are_one_column(spark, tmp_path, sources):
     lake = _write(

@@ -3,7 +3,8 @@ CSV files with a header line or JSON lines files (``source_format="csv"`` / ``"j
 ``spark.read.option("header", "true").csv`` and ``spark.read.json`` list them.
 
 Its data files are every file below the root whose path has no component Spark skips
-(:func:`is_hidden`), hive-partitioned or not; its partition values are the ``name=value``
+(:func:`is_hidden`), hive-partitioned or not (then none directly in the root, which Spark's
+partition discovery never reads); its partition values are the ``name=value``
 directories on a file's path, typed as Spark infers them (:mod:`lakeseek.sources.partitions`).
 A directory has no version token: a file's stamp (size, mtime, and the storage's token of
 its content) tells whether it changed (docs/freshness.md).
@@ -73,7 +74,7 @@ class DirectorySource(LakeSource):
         if last is not None and last[0] is listed and last[1] == exclude:
             return last[2]  # the storage's own listing again (a watched tree that has not changed)
         # Spark reads no 0-byte file (no footer, no rows; Spark's readers skip them): neither do queries and builds.
-        found = {path: stamp for path, stamp in listed.items() if stamp.size}
+        found = _spark_read({path: stamp for path, stamp in listed.items() if stamp.size})
         if exclude is not None and exclude.startswith(f"{self.root}/"):
             home = f"{exclude[len(self.root) + 1 :]}/"
             found = {path: stamp for path, stamp in found.items() if not path.startswith(home)}
@@ -95,7 +96,8 @@ class DirectorySource(LakeSource):
         Spark: the first file's columns, every other file's merged in (:mod:`lakeseek.lake.schemas`),
         then the partition columns of its directories, typed as Spark infers them from every file's.
         A text file's columns are typed as pyarrow infers them from all of its rows."""
-        first = next(iter(files))
+        # A partitioned file's directories name the partition columns, whichever file comes first.
+        first = next((path for path in files if _in_partition(path)), next(iter(files)))
         keys = [unescape_path_name(part.split("=", 1)[0]) for part in first.split("/")[:-1] if "=" in part]
         partition_columns = tuple(dict.fromkeys(keys))
         with reading_data_files(self, [first]):  # a damaged first file, named
@@ -120,6 +122,20 @@ class JsonDirectorySource(DirectorySource):
 
     name = "json"
     data_format = JSON
+
+
+def _in_partition(path: str) -> bool:
+    """Whether a file (by its path relative to the root) sits in a ``name=value`` directory."""
+    return "=" in path.rpartition("/")[0]
+
+
+def _spark_read(files: dict[str, Stamp]) -> dict[str, Stamp]:
+    """The files Spark reads of those listed: once a file sits in a partition directory, Spark's
+    partition discovery reads none directly in the root (PartitioningAwareFileIndex lists only
+    the partitions' files), where lakeseek would have read them with NULL partition values."""
+    if not any(_in_partition(path) for path in files):
+        return files
+    return {path: stamp for path, stamp in files.items() if "/" in path}
 
 
 # Directories are told apart by what their files hold, which no look at the root decides: a
