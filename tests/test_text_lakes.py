@@ -398,6 +398,26 @@ def test_a_file_of_one_row_and_no_newline_at_the_end(tmp_path, file_format, kind
         _assert_exact(index, where)
 
 
+@pytest.mark.parametrize("file_format", FORMATS)
+def test_compressed_files_are_read_as_their_extension_says(tmp_path, file_format):
+    """A .gz file was an unreadable file at create, though every query read it right (DuckDB,
+    the oracle, reads no .bz2)."""
+    import gzip
+
+    root = str(tmp_path / "lake")
+    rng = random.Random(8)
+    _write(f"{root}/region=eu/a.{file_format}", _rows(rng, 0, 5), file_format)
+    for name in ("b", "c"):
+        plain = f"{root}/region=eu/{name}.{file_format}"
+        _write(plain, _rows(rng, 5 if name == "b" else 10, 5), file_format)
+        with open(plain, "rb") as source, open(f"{plain}.gz", "wb") as out:
+            out.write(gzip.compress(source.read()))
+        os.remove(plain)
+    index = lakeseek.create_index(lakeseek.open_lake(root, source_format=file_format), ["id"], engine="local")
+    for where in ("id = 7", "id >= 0", "name IS NULL", "id IN (1, 12)"):
+        _assert_exact(index, where)
+
+
 def test_whole_numbers_in_one_file_and_fractions_in_another_are_refused_in_one_line(tmp_path):
     """An int64 file and a double file: no type holds both exactly, so the index's keys could not
     be exact; refused, naming the file (Spark's CSV inference would take double)."""

@@ -296,7 +296,7 @@ def _field_without_views(field: pa.Field) -> pa.Field:
 def open_data_file(source: LakeSource, path: str, size: int | None = None) -> DataFile:
     """One data file of the lake, opened in the source's format (a Parquet file: its footer
     read); ``size``, when known, spares an object store a HEAD request."""
-    return source.data_format.open(source.storage.open_input(source.path(path), size))
+    return source.data_format.open(source.storage.open_input(source.path(path), size), path)
 
 
 def file_schema(source: LakeSource, path: str, size: int | None = None) -> pa.Schema:

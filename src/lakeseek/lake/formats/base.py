@@ -63,8 +63,8 @@ class DataFormat(ABC):
     title: ClassVar[str]  # what messages call the files: "Parquet", "JSON lines"
 
     @abstractmethod
-    def open(self, file: pa.NativeFile) -> DataFile:
-        """The data file ``file`` (a damaged one raises pyarrow's error, which callers name)."""
+    def open(self, file: pa.NativeFile, path: str) -> DataFile:
+        """The data file ``file`` at ``path`` (a damaged one raises pyarrow's error, which callers name)."""
 
     # Whether a fragment of a file keeps what its first scan learned of the file (a Parquet
     # footer), so that one kept per file content opens it again without reading that again.

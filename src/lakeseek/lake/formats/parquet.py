@@ -92,7 +92,7 @@ class ParquetFormat(DataFormat):
     name = "parquet"
     title = "Parquet"
 
-    def open(self, file: pa.NativeFile) -> ParquetFile:
+    def open(self, file: pa.NativeFile, path: str) -> ParquetFile:
         return ParquetFile(open_parquet(file))
 
     keeps_footers = True

@@ -13,6 +13,10 @@ from lakeseek.lake.formats.base import DataFile, DataFormat
 # pyarrow's block size is a 32-bit integer; files larger than this are inferred from their first 2 GiB.
 LARGEST_BLOCK = 2**31 - 1
 SMALLEST_BLOCK = 1 << 20
+# Compressed files by extension, which Spark's readers and pyarrow's dataset reader both take.
+# Not .zst (pyarrow 26's dataset reader misparses it) nor .lz4 (Hadoop's framing is not LZ4's):
+# such a file stays unreadable, named in one line.
+COMPRESSIONS = {"gz": "gzip", "bz2": "bz2"}
 
 
 class TextFile(DataFile):
@@ -32,7 +36,10 @@ class TextFile(DataFile):
 
 
 class TextFormat(DataFormat):
-    def open(self, file: pa.NativeFile) -> TextFile:
+    def open(self, file: pa.NativeFile, path: str) -> TextFile:
+        codec = COMPRESSIONS.get(path.rpartition(".")[2])
+        if codec is not None:
+            file = pa.BufferReader(pa.CompressedInputStream(file, codec).read())
         block = min(LARGEST_BLOCK, max(SMALLEST_BLOCK, file.size() + 1))
         table = self.read_whole(file, block)
         names = table.schema.names
