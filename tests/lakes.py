@@ -359,6 +359,11 @@ def restamp_indexes(lake: str) -> None:
 FUZZ_EXAMPLES = os.environ.get("LAKESEEK_FUZZ_EXAMPLES")
 
 
+def partition_of(lake: str) -> str:
+    """A partition directory of a partitioned lake: a file in its root is not the lake's (Spark reads none)."""
+    return os.path.dirname(data_files(lake)[0])
+
+
 def is_text_type(arrow_type: pa.DataType) -> bool:
     return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or pa.types.is_string_view(arrow_type)
 

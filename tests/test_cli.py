@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 import lakeseek
 from lakeseek.cli.main import main
-from tests.lakes import SCHEMA, all_rows, data_files, ids, matching, to_sql
+from tests.lakes import SCHEMA, all_rows, data_files, ids, matching, partition_of, to_sql
 
 pytestmark = pytest.mark.spark
 
@@ -315,7 +315,7 @@ def test_tables_print_text_as_it_is_never_as_markup(tmp_path, spark):
 
 
 def test_history_says_what_each_version_changed(lake_copy):
-    extra = f"{lake_copy}/extra.parquet"
+    extra = f"{partition_of(lake_copy)}/extra.parquet"
     shutil.copy(data_files(lake_copy)[0], extra)
     assert _run("refresh", lake_copy, "--mode", "quick").exit_code == 0
     os.remove(extra)

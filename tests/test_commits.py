@@ -4,6 +4,7 @@ configurable) and the message counts them truly; the log says what each version 
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -13,7 +14,7 @@ from lakeseek.commits.log import IndexLog
 from lakeseek.commits.transaction import DEFAULT_COMMIT_TRIES
 from lakeseek.exceptions import CommitFailedError
 from lakeseek.operations import refresh
-from tests.lakes import data_files
+from tests.lakes import data_files, partition_of
 
 pytestmark = pytest.mark.spark  # the lake's index is built with Spark
 
@@ -50,16 +51,17 @@ def test_a_race_lost_to_a_writer_that_changed_the_data_prepares_again(lake_copy,
     def commit_after_a_rival(self, root, actions=(), owner=""):
         if len(prepared) == 1:
             monkeypatch.setattr(IndexLog, "commit", real_commit)
-            shutil.copy(data_files(lake_copy)[1], f"{lake_copy}/rival.parquet")
+            shutil.copy(data_files(lake_copy)[1], f"{partition_of(lake_copy)}/rival.parquet")
             lakeseek.refresh_index(lake_copy, "quick")  # prepared too: the count goes to 2
         return real_commit(self, root, actions, owner)
 
     monkeypatch.setattr(refresh, "_refresh", counting_refresh)
     monkeypatch.setattr(IndexLog, "commit", commit_after_a_rival)
-    shutil.copy(data_files(lake_copy)[0], f"{lake_copy}/mine.parquet")
+    shutil.copy(data_files(lake_copy)[0], f"{partition_of(lake_copy)}/mine.parquet")
     index = lakeseek.refresh_index(lake_copy, "quick")
     assert len(prepared) == 3 and prepared[2] > prepared[0], prepared
-    assert sorted(index.status().recorded_files) == ["mine.parquet", "rival.parquet"]
+    partition = os.path.relpath(partition_of(lake_copy), lake_copy)
+    assert sorted(index.status().recorded_files) == [f"{partition}/mine.parquet", f"{partition}/rival.parquet"]
 
 
 def test_a_race_lost_to_a_writer_that_left_the_requirements_holding_applies_on_top(lake_copy, monkeypatch):
@@ -79,7 +81,7 @@ def test_a_race_lost_to_a_writer_that_left_the_requirements_holding_applies_on_t
     def commit_after_a_rival(self, root, actions=(), owner=""):
         if root.operation == "delete" and not tried:
             tried.append(root.version)
-            shutil.copy(data_files(lake_copy)[0], f"{lake_copy}/rival.parquet")
+            shutil.copy(data_files(lake_copy)[0], f"{partition_of(lake_copy)}/rival.parquet")
             lakeseek.refresh_index(lake_copy, "quick")
         return real_commit(self, root, actions, owner)
 
@@ -87,11 +89,12 @@ def test_a_race_lost_to_a_writer_that_left_the_requirements_holding_applies_on_t
     monkeypatch.setattr(IndexLog, "commit", commit_after_a_rival)
     deleted = lakeseek.delete_index(lake_copy)
     assert prepared == ["deleted"] and deleted.version == tried[0] + 1
-    assert deleted.root.state == "deleted" and deleted.status().recorded_files == ["rival.parquet"]
+    rival = os.path.join(os.path.relpath(partition_of(lake_copy), lake_copy), "rival.parquet")
+    assert deleted.root.state == "deleted" and deleted.status().recorded_files == [rival]
 
 
 def test_the_log_says_what_each_version_changed(lake_copy):
-    shutil.copy(data_files(lake_copy)[0], f"{lake_copy}/new.parquet")
+    shutil.copy(data_files(lake_copy)[0], f"{partition_of(lake_copy)}/new.parquet")
     lakeseek.refresh_index(lake_copy, "quick")
     lakeseek.delete_index(lake_copy)
     index = lakeseek.restore_index(lake_copy)
