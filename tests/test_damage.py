@@ -97,6 +97,14 @@ def test_a_lease_with_wrong_fields_counts_as_dead_and_goes(lake_copy, spark, cha
     _every_command_works(lake_copy, spark)
 
 
+def test_a_lease_of_json_nested_too_deep_counts_as_dead_and_goes(lake_copy, spark):
+    path = _lease(lake_copy, f"{uuid.uuid4().hex}.json", DEEP_JSON)
+    assert lakeseek.open_index(lake_copy).status().running_operations == []
+    lakeseek.cancel_operations(lake_copy)
+    assert not os.path.exists(path)
+    _every_command_works(lake_copy, spark)
+
+
 def test_files_in_the_lease_directory_lakeseek_did_not_write_are_left_alone(lake_copy, spark):
     strays = [_lease(lake_copy, name, "{}") for name in ("notes.json", "notes.txt", "README", f"{uuid.uuid4().hex}")]
     _every_command_works(lake_copy, spark)
@@ -227,13 +235,22 @@ def _with_inline(body: dict, change) -> dict:
     return body
 
 
-def test_a_truncated_latest_entry_is_skipped_and_a_full_refresh_repairs_it(lake_copy, spark, caplog):
+# JSON nested deeper than Python's parser recurses was a RecursionError traceback from every command.
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("damage", ["truncated", "nested too deep"])
+def test_a_damaged_latest_entry_is_skipped_and_a_full_refresh_repairs_it(lake_copy, spark, caplog, damage):
     log = _log(lake_copy)
     latest = sorted(os.listdir(log))[-1]
     lakeseek.refresh_index(lake_copy, mode="full", spark=spark)  # a version before the damaged one
     damaged = sorted(os.listdir(log))[-1]
     with open(f"{log}/{damaged}", "r+b") as entry:
-        entry.truncate(40)
+        if damage == "truncated":
+            entry.truncate(40)
+        else:
+            entry.write(DEEP_JSON.encode())
+            entry.truncate()
     index = lakeseek.open_index(lake_copy)
     assert index.version == int(latest.removesuffix(".json"))
     assert damaged in caplog.text and "refresh --mode full" in caplog.text

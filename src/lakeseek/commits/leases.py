@@ -71,7 +71,7 @@ class Lease:
                 "started_ms": raw["started_ms"],
                 "expires_ms": raw["expires_ms"],
             }
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # JSON nested too deep: damaged too
             return cls.damaged(operation_id)
         texts = all(isinstance(fields[key], str) for key in ("operation_id", "operation", "host"))
         numbers = all(

@@ -175,7 +175,7 @@ def decode_entry(data: bytes, path: str) -> dict:
         body = wrapper["entry"]
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
         valid = zlib.crc32(canonical.encode()) == wrapper["crc32"]
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError, RecursionError) as error:  # JSON nested too deep: damage too
         raise IndexCorruptError(f"index log entry {path} is truncated or corrupt") from error
     if not valid:
         raise IndexCorruptError(f"index log entry {path} is corrupt (checksum mismatch)")

@@ -233,7 +233,7 @@ class DeltaSource(LakeSource):
             for line in commit.splitlines():
                 try:
                     action = json.loads(line) if line.strip() else {}
-                except ValueError as error:
+                except (ValueError, RecursionError) as error:
                     raise LakeMetadataError(
                         f"cannot read the delta table {self.shown_root}: commit {version} is not JSON lines"
                     ) from error
