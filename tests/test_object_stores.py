@@ -47,6 +47,20 @@ def test_a_conditional_create_has_exactly_one_winner(bucket):
     assert storage.read(path) == str(winners[0]).encode()
 
 
+def test_deleting_what_another_writer_deleted_is_no_error(bucket):
+    """Azure answers 404 where S3 answers 204: two vacuums racing, or two writers clearing one
+    dead lease, failed with obstore's FileNotFoundError on Azure."""
+    storage, root = storage_for(f"{bucket.uri}/gone", bucket.options)
+    for name in ("a", "b", "c"):
+        storage.put_if_absent(f"{root}/d/{name}", b"1")
+    storage.delete_file(f"{root}/d/a")
+    storage.delete_file(f"{root}/d/a")
+    storage.delete_file(f"{root}/never")
+    storage.delete_dir(f"{root}/d")
+    storage.delete_dir(f"{root}/d")
+    assert not storage.is_file(f"{root}/d/b")
+
+
 def _assert_exact(index: lakeseek.Index, local: str, lake: str) -> None:
     rows = all_rows(local)
     for tree in TREES:

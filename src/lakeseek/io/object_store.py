@@ -191,14 +191,25 @@ class ObjectStorage(Storage):
 
     def delete_file(self, path: str) -> None:
         self._count(IOStats.add_delete)
-        obstore.delete(self.store, self._key(path))  # an absent key is no error
+        _delete_present(self.store, self._key(path))
 
     def delete_dir(self, path: str) -> None:
         keys = [o["path"] for o in self._objects(path)]
-        if keys:
-            for _ in keys:
-                self._count(IOStats.add_delete)
-            obstore.delete(self.store, keys)
+        for _ in keys:
+            self._count(IOStats.add_delete)
+        if len(keys) > 1:
+            with contextlib.suppress(FileNotFoundError):  # another writer deleted one: the others one by one
+                obstore.delete(self.store, keys)
+                return
+        for key in keys:
+            _delete_present(self.store, key)
+
+
+def _delete_present(store: object, key: str) -> None:
+    """Deletes ``key``; one already gone is deleted too (S3 answers 204 and Azure 404, which
+    obstore raises: two vacuums racing, or two writers clearing one dead lease)."""
+    with contextlib.suppress(FileNotFoundError):
+        obstore.delete(store, key)
 
 
 class _RangedObject(io.RawIOBase):
