@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import lakeseek
 import lakeseek.spark
-from tests.lakes import all_rows, ids
+from tests.lakes import all_rows, data_files, ids, partition_of
 
 INDEX = "_lakeseek/default"
 
@@ -257,6 +257,21 @@ def test_a_damaged_latest_entry_is_skipped_and_a_full_refresh_repairs_it(lake_co
     repaired = lakeseek.refresh_index(lake_copy, mode="full", spark=spark)
     assert repaired.version == int(damaged.removesuffix(".json")) + 1
     _every_command_works(lake_copy, spark)
+
+
+def test_a_damaged_entry_with_the_last_number_a_name_holds_leaves_commits_room(lake_copy, caplog):
+    """The next commit was numbered past it, as a 21-digit name no reader lists: it was lost,
+    and a full refresh then gave up after 10 tries."""
+    last = f"{_log(lake_copy)}/{'9' * 20}.json"
+    with open(last, "w") as entry:
+        entry.write("{")
+    base = lakeseek.open_index(lake_copy).version
+    shutil.copy(data_files(lake_copy)[0], f"{partition_of(lake_copy)}/added.parquet")
+    refreshed = lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    assert refreshed.version == base + 1 and lakeseek.open_index(lake_copy).version == base + 1
+    assert lakeseek.open_index(lake_copy).status().is_fresh
+    assert f"remove {last}" in caplog.text
+    assert lakeseek.refresh_index(lake_copy, "full", engine="local").version == base + 2
 
 
 def _index_files(lake: str) -> list[str]:

@@ -25,6 +25,7 @@ from lakeseek.kinds import decode_content
 LOG_DIR = "log"
 _SUFFIX = ".json"
 _ENTRY_NAME = re.compile(r"([0-9]{20})\.json")  # ASCII digits: \d would take any script's
+_LAST_VERSION = 10**20 - 1  # the largest number of 20 digits
 
 
 def is_entry_name(name: str) -> bool:
@@ -86,11 +87,12 @@ class IndexLog:
                 damaged.append(str(error))
                 continue
             if damaged:
-                logger.warning(
-                    "%s; using version %d, the newest whole one (run `lakeseek refresh --mode full` to repair)",
-                    "; ".join(damaged),
-                    version,
+                repair = (
+                    f"remove {self.entry_path(_LAST_VERSION)}: no version is numbered past it"
+                    if versions[-1] == _LAST_VERSION
+                    else "run `lakeseek refresh --mode full` to repair"
                 )
+                logger.warning("%s; using version %d, the newest whole one (%s)", "; ".join(damaged), version, repair)
             return root
         if not damaged:
             raise IndexNotFoundError(f"no lakeseek index at {self.index_dir} (its log was emptied meanwhile)")
@@ -122,7 +124,15 @@ class IndexLog:
             except IndexCorruptError:
                 continue
             return base.version + 1
-        return (above[-1] if above else base.version) + 1
+        past = (above[-1] if above else base.version) + 1
+        if past <= _LAST_VERSION:
+            return past
+        # A damaged entry holds the last number a name has: the first number free of them, which
+        # stays the newest whole version (the damaged ones above are skipped with a warning).
+        number = base.version + 1
+        while number in above:
+            number += 1
+        return number
 
     def read(self, version: int) -> Root:
         return self._read(version)[0]
