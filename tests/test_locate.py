@@ -115,6 +115,9 @@ _KEYED = {
     "u64": pa.array([2**64 - 1, 1, 7], pa.uint64()),
     "i32": pa.array([5, -(2**31), 2**31 - 1], pa.int32()),
     "dec": pa.array([Decimal("1.50"), Decimal("-3.25"), None], pa.decimal128(5, 2)),
+    # Values one double holds several of: a float key names each (Spark casts the column to double).
+    "dec20": pa.array([Decimal(2**53), Decimal(2**53 + 1), Decimal(7)], pa.decimal128(20, 0)),
+    "i64": pa.array([2**62, 2**62 + 1, -5], pa.int64()),
     "ts": pa.array([dt.datetime(2024, 1, 1, 10), dt.datetime(2024, 1, 2), None], pa.timestamp("us")),
     "tsz": pa.array([dt.datetime(2024, 1, 1, 10), dt.datetime(2024, 1, 2), None], pa.timestamp("us", tz="UTC")),
     "d": pa.array([dt.date(2024, 1, 1), dt.date(1970, 1, 1), None], pa.date32()),
@@ -143,6 +146,13 @@ def _sql(key: object) -> str:
     if isinstance(key, float):  # a DOUBLE the column is cast to, as Spark compares them
         return f"{key!r}::DOUBLE"
     return str(key)
+
+
+def _equals(column: str, key: object) -> str:
+    """``column = key`` as Spark compares them, in DuckDB: a string with a decimal as doubles."""
+    if isinstance(key, str) and pa.types.is_decimal(_KEYED[column].type):
+        return f"CAST({column} AS DOUBLE) = CAST({_sql(key)} AS DOUBLE)"
+    return f"{column} = {_sql(key)}"
 
 
 def _key_variants(value: object) -> st.SearchStrategy:
@@ -179,7 +189,7 @@ def test_keys_of_any_type_pair_the_files_a_query_finds(keyed_lake, data):
     for key in keys:
         try:
             for path in files:
-                found = duckdb.sql(f"SELECT 1 FROM '{path}' WHERE {column} = {_sql(key)} LIMIT 1").fetchall()
+                found = duckdb.sql(f"SELECT 1 FROM '{path}' WHERE {_equals(column, key)} LIMIT 1").fetchall()
                 if found:
                     expected.add((repr(key), path))
         except duckdb.Error:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Iterable
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal, localcontext
 
 import numpy as np
 import pyarrow as pa
@@ -168,32 +168,42 @@ def _exact_number(number: numbers.Real | Decimal, column_type: pa.DataType) -> o
     return value if value == number else None
 
 
+# A double key naming more values than this (a decimal of many digits with a large scale) is refused.
+MOST_VALUES_OF_A_DOUBLE = 4096
+
+
 def _double_matches(number: float, column_type: pa.DataType, column: str) -> list[object]:
     """The values of a numeric column equal to ``number`` once cast to a double, as Spark
-    compares a column with a DOUBLE. Where a key would name too many values to list
-    (decimals of more than 15 digits), an error."""
+    compares a column with a DOUBLE: beyond 2**53 several integers (or decimals) round to one
+    double, and each of them matches. A key naming too many values to list is an error."""
     if pa.types.is_floating(column_type):
         return _present(_exact_number(number, column_type))
     if not math.isfinite(number):
         return []
-    if pa.types.is_integer(column_type):
-        if number != math.floor(number):
-            return []
-        if abs(number) <= 2**53:
-            return _present(_exact_number(int(number), column_type))
-        # Integers this large round to doubles 2**11 or more apart: each one rounding to it.
-        low = (int(math.nextafter(number, -math.inf)) + int(number)) // 2
-        high = (int(number) + int(math.nextafter(number, math.inf))) // 2 + 1
+    if pa.types.is_integer(column_type) and abs(number) <= 2**53:  # one integer or none: at once
+        return _present(_exact_number(int(number), column_type)) if number == math.floor(number) else []
+    scale = column_type.scale if pa.types.is_decimal(column_type) else 0
+    if pa.types.is_decimal(column_type):
+        largest = 10**column_type.precision - 1
+        lowest, highest = -largest, largest
+    else:
         bounds = np.iinfo(column_type.to_pandas_dtype())
-        return [v for v in range(max(low, int(bounds.min)), min(high, int(bounds.max)) + 1) if float(v) == number]
-    if pa.types.is_decimal(column_type) and column_type.precision <= 15:
-        candidate = Decimal(repr(number)).quantize(Decimal(1).scaleb(-column_type.scale), rounding=ROUND_HALF_EVEN)
-        fits = len(candidate.as_tuple().digits) <= column_type.precision
-        return [candidate] if fits and float(candidate) == number else []
-    raise PredicateTypeError(
-        f"the key {number!r} is compared with column '{column}' ({column_type}) as a double, which several of "
-        "its values equal: give the keys as integers or decimals"
-    )
+        lowest, highest = int(bounds.min), int(bounds.max)
+    # The reals rounding to ``number`` lie between the midpoints to its neighbouring doubles;
+    # the column's values among them, in units of its last digit (exact: a double has at most
+    # 767 significant digits).
+    with localcontext(prec=1600):
+        below, above = Decimal(math.nextafter(number, -math.inf)), Decimal(math.nextafter(number, math.inf))
+        low, high = (below + Decimal(number)).scaleb(scale) / 2, (Decimal(number) + above).scaleb(scale) / 2
+        first, last = max(math.ceil(low), lowest), min(math.floor(high), highest)
+    if last - first >= MOST_VALUES_OF_A_DOUBLE:
+        raise PredicateTypeError(
+            f"the key {number!r} is compared with column '{column}' ({column_type}) as a double, which "
+            f"{last - first + 1:,} of its values equal: give the keys as integers or decimals"
+        )
+    values = [Decimal(unit).scaleb(-scale) if scale or pa.types.is_decimal(column_type) else unit
+              for unit in range(first, last + 1)]  # fmt: skip
+    return [value for value in values if float(value) == number]
 
 
 def scan_keys(
