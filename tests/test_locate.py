@@ -117,7 +117,7 @@ _KEYED = {
     "dec": pa.array([Decimal("1.50"), Decimal("-3.25"), None], pa.decimal128(5, 2)),
     # Values one double holds several of: a float key names each (Spark casts the column to double).
     "dec20": pa.array([Decimal(2**53), Decimal(2**53 + 1), Decimal(7)], pa.decimal128(20, 0)),
-    "i64": pa.array([2**62, 2**62 + 1, -5], pa.int64()),
+    "i64": pa.array([2**53, 2**53 + 1, 2**62 + 1], pa.int64()),
     "ts": pa.array([dt.datetime(2024, 1, 1, 10), dt.datetime(2024, 1, 2), None], pa.timestamp("us")),
     "tsz": pa.array([dt.datetime(2024, 1, 1, 10), dt.datetime(2024, 1, 2), None], pa.timestamp("us", tz="UTC")),
     "d": pa.array([dt.date(2024, 1, 1), dt.date(1970, 1, 1), None], pa.date32()),
@@ -172,6 +172,19 @@ def _key_variants(value: object) -> st.SearchStrategy:
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         variants += [dt.datetime.combine(value, dt.time()), dt.datetime.combine(value, dt.time(1))]
     return st.sampled_from(variants)
+
+
+@pytest.mark.parametrize(
+    ("column", "key"),
+    [("i64", float(2**53)), ("i64", float(2**62)), ("dec20", float(2**53)), ("dec", 1.5), ("u64", float(2**64))],
+)
+def test_a_float_key_pairs_every_value_it_equals_as_a_double(keyed_lake, column, key):
+    """2**53 + 1 rounds to the double 2**53 (half to even): locate took 2**53 for one integer."""
+    files = sorted(glob.glob(f"{keyed_lake}/*.parquet"))
+    expected = {path for path in files if duckdb.sql(f"SELECT 1 FROM '{path}' WHERE {_equals(column, key)}").fetchall()}
+    pairs = lakeseek.open_index(keyed_lake).locate([key], column=column).to_pylist()
+    assert {pair["file"] for pair in pairs} == expected
+    assert len(expected) >= 2  # each value is in two of the three files
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -180,7 +180,9 @@ def _double_matches(number: float, column_type: pa.DataType, column: str) -> lis
         return _present(_exact_number(number, column_type))
     if not math.isfinite(number):
         return []
-    if pa.types.is_integer(column_type) and abs(number) <= 2**53:  # one integer or none: at once
+    if (
+        pa.types.is_integer(column_type) and abs(number) < 2**53
+    ):  # one integer or none: at once (2**53 + 1 rounds to 2**53)
         return _present(_exact_number(int(number), column_type)) if number == math.floor(number) else []
     scale = column_type.scale if pa.types.is_decimal(column_type) else 0
     if pa.types.is_decimal(column_type):
