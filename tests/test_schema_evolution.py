@@ -308,6 +308,15 @@ def test_a_file_in_the_root_of_a_partitioned_lake_is_not_read(spark, tmp_path, s
     assert held.read("id >= 0").column("id").to_pylist() == [1, 2]
 
 
+def test_a_partition_of_empty_files_makes_a_lake_partitioned(tmp_path):
+    """Spark's partition discovery counts the directory of a 0-byte file (which its readers skip)."""
+    lake = _write(tmp_path / "lake", {"root.parquet": pa.table({"id": pa.array([100], pa.int64())})})
+    held = lakeseek.create_index(lake, ["id"], engine="local")
+    os.makedirs(f"{lake}/p=1")
+    open(f"{lake}/p=1/part-0.parquet", "wb").close()
+    assert held.read("id >= 0").num_rows == 0
+
+
 # -- 3. column names in another case ---------------------------------------------------------------
 def test_names_that_differ_in_case_are_one_column(spark, tmp_path, sources):
     lake = _write(

@@ -73,8 +73,9 @@ class DirectorySource(LakeSource):
         last = self._last_snapshot
         if last is not None and last[0] is listed and last[1] == exclude:
             return last[2]  # the storage's own listing again (a watched tree that has not changed)
-        # Spark reads no 0-byte file (no footer, no rows; Spark's readers skip them): neither do queries and builds.
-        found = _spark_read({path: stamp for path, stamp in listed.items() if stamp.size})
+        # Spark reads no 0-byte file (no footer, no rows; Spark's readers skip them): neither do queries and
+        # builds. Its directory still counts for partition discovery.
+        found = {path: stamp for path, stamp in _spark_read(listed).items() if stamp.size}
         if exclude is not None and exclude.startswith(f"{self.root}/"):
             home = f"{exclude[len(self.root) + 1 :]}/"
             found = {path: stamp for path, stamp in found.items() if not path.startswith(home)}
