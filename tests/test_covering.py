@@ -177,6 +177,30 @@ def test_from_an_adversarial_hunt_counts_widened_and_nested_columns_stay_exact(t
     assert _same(refreshed, "k = 2", ["k", "c"])[0].from_index
 
 
+def test_a_covering_index_whose_columns_the_lake_widened_explains_and_reads(tmp_path):
+    """explain looked a widened column up in the index's old type: pyarrow's ArrowInvalid."""
+    from decimal import Decimal
+
+    import duckdb
+
+    root = tmp_path / "lake"
+    root.mkdir()
+    old = {
+        "id": pa.array([1, 2**31 - 1], pa.int32()),
+        "x": pa.array([Decimal("1.25"), Decimal(2)], pa.decimal128(5, 2)),
+    }
+    pq.write_table(pa.table(old), root / "a.parquet")
+    lakeseek.create_index(str(root), ["id", "x"], kind="covering", engine="local")
+    new = {"id": pa.array([2**31], pa.int64()), "x": pa.array([Decimal("1.2501")], pa.decimal128(10, 4))}
+    pq.write_table(pa.table(new), root / "b.parquet")
+    index = lakeseek.open_index(str(root))
+    for where in ("id > 2147483646 AND id < 2147483649", "id = 2147483648", "x > 1.25 AND x < 1.26", "x = 1.2501"):
+        scan = f"read_parquet('{root}/*.parquet', union_by_name = true)"
+        expected = sorted(row[0] for row in duckdb.sql(f"SELECT id FROM {scan} WHERE {where}").fetchall())
+        assert sorted(index.read(where).column("id").to_pylist()) == expected, where
+        assert index.explain(where).candidate_files >= 1, where
+
+
 def test_a_lake_column_named_like_the_index_own_ones_is_refused(tmp_path):
     root = str(tmp_path / "lake")
     os.makedirs(root)

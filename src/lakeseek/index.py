@@ -584,7 +584,10 @@ class Index:
             )
         return chosen
 
-    def _planner(self, state: LakeState, served: set[str] | None = None) -> Planner:
+    def _planner(self, state: LakeState) -> Planner:
+        """A planner of the lake in ``state``, looking up only the columns the index still
+        serves there (a column the lake retyped since indexing is not looked up)."""
+        served = {column for column in self.root.columns if self.serves(column, state)}
         return Planner(self.kind_reader, self.schema_of(state), self.root.columns, state, served)
 
     def prepare(self, predicate: Predicate, state: LakeState) -> Prepared:
@@ -606,8 +609,7 @@ class Index:
             return Prepared.of(full_scan(state.files, reason, Fallback.DAMAGED))
         try:
             self.lineage()  # a damaged lineage is a damaged index, whatever the state made of it
-            served = {column for column in self.root.columns if self.serves(column, state)}
-            prepared = self._planner(state, served).prepare(predicate)
+            prepared = self._planner(state).prepare(predicate)
         except IndexCorruptError as error:
             # Never a wrong answer, and never none: a damaged index costs a full scan.
             return Prepared.of(full_scan(state.files, *self._unusable(error)))
