@@ -17,6 +17,7 @@ SMALLEST_BLOCK = 1 << 20
 # Not .zst (pyarrow 26's dataset reader misparses it) nor .lz4 (Hadoop's framing is not LZ4's):
 # such a file stays unreadable, named in one line.
 COMPRESSIONS = {"gz": "gzip", "bz2": "bz2"}
+UNREAD_COMPRESSIONS = frozenset({"zst", "zstd", "lz4", "snappy", "deflate", "br", "lzo"})
 
 
 class TextFile(DataFile):
@@ -37,7 +38,10 @@ class TextFile(DataFile):
 
 class TextFormat(DataFormat):
     def open(self, file: pa.NativeFile, path: str) -> TextFile:
-        codec = COMPRESSIONS.get(path.rpartition(".")[2])
+        extension = path.rpartition(".")[2]
+        if extension in UNREAD_COMPRESSIONS:
+            raise pa.ArrowInvalid(f"compressed as .{extension}, which lakeseek does not read (.gz and .bz2 it does)")
+        codec = COMPRESSIONS.get(extension)
         if codec is not None:
             file = pa.BufferReader(pa.CompressedInputStream(file, codec).read())
         block = min(LARGEST_BLOCK, max(SMALLEST_BLOCK, file.size() + 1))
