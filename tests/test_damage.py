@@ -274,6 +274,24 @@ def test_a_damaged_entry_with_the_last_number_a_name_holds_leaves_commits_room(l
     assert lakeseek.refresh_index(lake_copy, "full", engine="local").version == base + 2
 
 
+def test_a_whole_entry_with_the_last_number_a_name_holds_refuses_commits_in_one_line(lake_copy):
+    """A commit after it took a 21-digit name no reader lists (and a full refresh gave up after 10 tries)."""
+    from lakeseek.commits.log import decode_entry, encode_entry
+
+    log = _log(lake_copy)
+    latest = sorted(os.listdir(log))[-1]
+    with open(f"{log}/{latest}", "rb") as entry:
+        body = decode_entry(entry.read(), latest)
+    body["version"] = 10**20 - 1
+    with open(f"{log}/{'9' * 20}.json", "wb") as forged:
+        forged.write(encode_entry(body))
+    assert lakeseek.open_index(lake_copy).version == 10**20 - 1
+    shutil.copy(data_files(lake_copy)[0], f"{partition_of(lake_copy)}/added.parquet")
+    for mode in ("incremental", "full"):
+        with pytest.raises(lakeseek.LakeseekError, match="no commit can follow it"):
+            lakeseek.refresh_index(lake_copy, mode, engine="local")
+
+
 def _index_files(lake: str) -> list[str]:
     data = f"{lake}/{INDEX}/data"
     return sorted(os.path.join(d, f) for d, _, files in os.walk(data) for f in files if f.endswith(".parquet"))

@@ -16,7 +16,13 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lakeseek.exceptions import CommitFailedError, IndexCorruptError, IndexLogUnreadableError, IndexNotFoundError
+from lakeseek.exceptions import (
+    CommitFailedError,
+    IndexCorruptError,
+    IndexLogUnreadableError,
+    IndexNotFoundError,
+    LakeseekError,
+)
 from lakeseek.format.actions import Action
 from lakeseek.format.root import Root
 from lakeseek.io import FileStatus, Storage
@@ -115,6 +121,11 @@ class IndexLog:
         """The number a commit on top of ``base`` takes: the next one, or past the damaged
         entries above ``base``. If an entry above it reads whole, another writer committed
         since: the next number then, so the commit fails and the writer starts again."""
+        if base.version >= _LAST_VERSION:
+            raise LakeseekError(
+                f"the index log {self.log_dir} is at version {base.version}, the last a 20-digit name holds: "
+                f"no commit can follow it (remove {self.entry_path(base.version)} if lakeseek did not write it)"
+            )
         above = [version for version in self.versions() if version > base.version]
         for version in above:
             try:
