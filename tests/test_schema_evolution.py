@@ -317,6 +317,38 @@ def test_a_partition_of_empty_files_makes_a_lake_partitioned(tmp_path):
     assert held.read("id >= 0").num_rows == 0
 
 
+def test_a_full_refresh_takes_the_schema_of_the_files_now(spark, tmp_path, sources):
+    """Columns and wider types only removed files held stayed in the lake's schema for good:
+    `gone` read as NULL where Spark has no such column, a date column stayed a timestamp
+    (`d < '2024-01-05 12:00:00'` kept a row Spark does not), and a column a new file holds
+    as text made every query and every refresh, the full one included, fail."""
+    day = dt.date(2024, 1, 5)
+    lake = _write(
+        tmp_path / "lake",
+        {
+            "a.parquet": pa.table(
+                {
+                    "id": pa.array([1], pa.int64()),
+                    "d": [dt.datetime(2024, 1, 5, 12)],
+                    "gone": [7],
+                    "x": pa.array([5], pa.int32()),
+                }
+            ),
+            "b.parquet": pa.table({"id": pa.array([2, 3], pa.int64()), "d": [day, dt.date(2024, 1, 6)]}),
+        },
+    )
+    lakeseek.create_index(lake, ["id", "d"], engine="local")
+    os.remove(f"{lake}/a.parquet")
+    _write(lake, {"c.parquet": pa.table({"id": pa.array([4], pa.int64()), "x": ["s"]})})
+    index = lakeseek.refresh_index(lake, "full", engine="local")
+    oracle = spark.read.option("mergeSchema", "true").parquet(lake)
+    assert spark_schema(index) == oracle.schema
+    for where in ("d < '2024-01-05 12:00:00'", "x = 's'", "id >= 0"):
+        _check(spark, lake, where, oracle, sources, options={"mergeSchema": "true"})
+    with pytest.raises(lakeseek.UnknownColumnError):
+        index.read("gone IS NULL")
+
+
 # -- 3. column names in another case ---------------------------------------------------------------
 def test_names_that_differ_in_case_are_one_column(spark, tmp_path, sources):
     lake = _write(

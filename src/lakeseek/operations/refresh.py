@@ -45,9 +45,11 @@ from lakeseek.operations.protocol import (
 from lakeseek.sources.base import Snapshot
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
     from lakeseek.engine.progress import ProgressCallback
+    from lakeseek.location import Location
 
 RefreshMode = Literal["full", "incremental", "quick"]
 logger = logging.getLogger("lakeseek")
@@ -161,10 +163,21 @@ def _table_schema(location, base: Root, snapshot, runner: LazyRunner) -> list[Ac
     return [] if (schema, spark_schema) == (base.schema, base.spark_schema) else [SetSchema(schema, spark_schema)]
 
 
+def _schema_of_files(location: Location, base: Root, snapshot: Snapshot, runner: LazyRunner) -> tuple[pa.Schema, str]:
+    """The lake's schema from its files now, as a create takes it (a lake without a schema of
+    its own: columns, and wider types, that only removed files held go), where its partition
+    columns are the index's; else the recorded schema with every file's merged in."""
+    if snapshot.schema is None and snapshot.files:
+        discovered = location.source.discover(snapshot.files, runner)
+        if tuple(discovered.partition_columns) == tuple(base.partition_columns):
+            return discovered.schema, discovered.spark_schema
+    return schema_now(location, base, snapshot, list(snapshot.files), runner)
+
+
 def _rebuild(op: Operation, base: Root, snapshot: Snapshot, runner: LazyRunner) -> Transaction:
     location = op.location
     files = snapshot.files
-    schema, spark_schema = schema_now(location, base, snapshot, list(files), runner)
+    schema, spark_schema = _schema_of_files(location, base, snapshot, runner)
     columns = indexable(base, schema, base.partition_columns)
     lineage = numbered(files, first_id=0)
     kind = kind_named(base.kind)
