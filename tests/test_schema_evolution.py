@@ -349,6 +349,35 @@ def test_a_full_refresh_takes_the_schema_of_the_files_now(spark, tmp_path, sourc
         index.read("gone IS NULL")
 
 
+def test_nested_columns_merge_as_spark_merges_them(spark, tmp_path):
+    """A struct that gained a field, a list against a large_list, a string against a
+    large_string inside a struct: Spark's mergeSchema reads them, and lakeseek refused the
+    lake. A struct field in another case Spark merges too, but Arrow reads a field by its exact
+    name: refused, never read as NULL."""
+    a_int, a_str = pa.struct([("a", pa.int32())]), pa.struct([("a", pa.string())])
+    cases = {
+        "field_added": (
+            pa.array([{"a": 1}], a_int),
+            pa.array([{"a": 2, "c": "x"}], pa.struct([*a_int, pa.field("c", pa.string())])),
+        ),
+        "large_list": (pa.array([[1]], pa.list_(pa.int32())), pa.array([[2, 3]], pa.large_list(pa.int32()))),
+        "large_string": (pa.array([{"a": "1"}], a_str), pa.array([{"a": "2"}], pa.struct([("a", pa.large_string())]))),
+        "other_case": (pa.array([{"a": 1}], a_int), pa.array([{"A": 2}], pa.struct([("A", pa.int32())]))),
+    }
+    for name, (old, new) in cases.items():
+        lake = _write(tmp_path / name, {"a.parquet": pa.table({"id": pa.array([1], pa.int64()), "x": old})})
+        lakeseek.create_index(lake, ["id"], engine="local")
+        _write(lake, {"b.parquet": pa.table({"id": pa.array([2], pa.int64()), "x": new})})
+        if name == "other_case":
+            with pytest.raises(lakeseek.IncompatibleSchemaError):
+                lakeseek.open_index(lake).read("id >= 1")
+            continue
+        oracle = spark.read.option("mergeSchema", "true").parquet(lake).collect()
+        expected = sorted((row["id"], row.asDict(recursive=True)["x"]) for row in oracle)
+        for index in (lakeseek.open_index(lake), lakeseek.refresh_index(lake, "incremental", engine="local")):
+            assert sorted((row["id"], row["x"]) for row in index.read("id >= 1").to_pylist()) == expected, name
+
+
 # -- 3. column names in another case ---------------------------------------------------------------
 def test_names_that_differ_in_case_are_one_column(spark, tmp_path, sources):
     lake = _write(

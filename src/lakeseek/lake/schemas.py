@@ -87,7 +87,52 @@ def widen(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         return pa.large_string() if pa.types.is_large_string(a) or pa.types.is_large_string(b) else pa.string()
     if _is_binary(a) and _is_binary(b):
         return pa.large_binary() if pa.types.is_large_binary(a) or pa.types.is_large_binary(b) else pa.binary()
+    return _merged_nested(a, b)
+
+
+def _merged_nested(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """Structs and lists as Spark's mergeSchema merges them: a struct takes the fields of both
+    (those only one file has are NULL in the other's rows), a list its element's merge; a
+    nested value keeps its type (Spark widens none inside them), but for how Arrow holds it
+    (``string`` and ``large_string``, ``list`` and ``large_list``: one Parquet type)."""
+    if pa.types.is_struct(a) and pa.types.is_struct(b):
+        others = {field.name: field for field in b}
+        folded = {field.name.lower() for field in a}
+        if len({name.lower() for name in others}) != b.num_fields or len(folded) != a.num_fields:
+            return None  # a name twice (in any case): no field to match it with
+        if any(name.lower() in folded and name not in a.names for name in others):
+            # Spark matches nested fields in any case, and Arrow reads a file's field by its exact name.
+            return None
+        fields = []
+        for field in a:
+            other = others.pop(field.name, None)
+            merged = field.type if other is None else _same_values(field.type, other.type)
+            if merged is None:
+                return None
+            fields.append(field.with_type(merged))
+        return pa.struct([*fields, *others.values()])
+    lists = (pa.types.is_list, pa.types.is_large_list)
+    if any(is_list(a) for is_list in lists) and any(is_list(b) for is_list in lists):
+        element = _same_values(a.value_type, b.value_type)
+        if element is None:
+            return None
+        field = a.value_field.with_type(element)
+        return pa.large_list(field) if pa.types.is_large_list(a) or pa.types.is_large_list(b) else pa.list_(field)
     return None
+
+
+def _same_values(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The merge of two types of one nested value: equal ones, other Arrow layouts of the same
+    Parquet type, or nested types that merge."""
+    if a.equals(b):
+        return a
+    if pa.types.is_null(a) or pa.types.is_null(b):
+        return b if pa.types.is_null(a) else a
+    if (_is_string(a) and _is_string(b)) or (
+        _is_binary(a) and _is_binary(b) and not (pa.types.is_fixed_size_binary(a) or pa.types.is_fixed_size_binary(b))
+    ):
+        return widen(a, b)
+    return _merged_nested(a, b)
 
 
 def wider_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
