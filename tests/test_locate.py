@@ -187,6 +187,19 @@ def test_a_float_key_pairs_every_value_it_equals_as_a_double(keyed_lake, column,
     assert len(expected) >= 2  # each value is in two of the three files
 
 
+@pytest.mark.spark
+def test_locate_spark_pairs_a_float_key_as_locate_does(keyed_lake, spark):
+    """locate_spark converted a double to the column's type and back: 2.0**53 paired 2**53 alone."""
+    index = lakeseek.open_index(keyed_lake)
+    for column, keys in (("i64", [float(2**53), 2.5]), ("dec20", [float(2**53)]), ("dec", [1.5, -3.25, 0.1])):
+        frame = spark.createDataFrame([(key,) for key in keys], "k double")
+        got = {
+            (row["key"], row["file"].removeprefix("file://")) for row in locate_spark(index, frame, column).collect()
+        }
+        expected = {(pair["key"], pair["file"]) for pair in index.locate(keys, column=column).to_pylist()}
+        assert got == expected and len(expected) >= 2, column
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_keys_of_any_type_pair_the_files_a_query_finds(keyed_lake, data):

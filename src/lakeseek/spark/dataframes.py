@@ -219,7 +219,7 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
     entries directly and joins them with the keys (a broadcast or shuffle join, Spark's
     choice) and with the live lineage.
     Files the index does not cover are read (the one column) and joined too, so the pairs
-    are exact, as ``locate``'s.
+    are exact, as ``locate``'s. A floating key pairs as Spark compares a number column with it.
     """
     from pyspark.sql import functions as F
 
@@ -249,10 +249,9 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
         uris, unindexed = [], list(state.files)
     if uris and len(lineage):
         entries = spark.read.parquet(*[literal_path(uri) for uri in uris]).select(KEY, FILE_ID)
-        typed = _exactly_as(wanted, entries.schema[KEY].dataType)
         live = arrow_frame(spark, lineage)
         # distinct: with row-group precision a key has one entry per row group of a file.
-        parts.append(entries.join(typed, KEY).join(F.broadcast(live), FILE_ID).select(KEY, FILE).distinct())
+        parts.append(_matching(entries, wanted).join(F.broadcast(live), FILE_ID).select(KEY, FILE).distinct())
     base = lake.uri
     schema = spark_schema(index) if unindexed else None
     for path in unindexed:
@@ -260,11 +259,28 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
         reader = spark.read.option("basePath", base).schema(schema)
         rows = read_files(spark, lake, reader, [path], state.files, floats_filtered=False)  # joined, not filtered
         values = rows.select(F.col(column).alias(KEY)).distinct()
-        held = values.join(_exactly_as(wanted, values.schema[KEY].dataType), KEY).withColumn(FILE, F.lit(uri))
+        held = _matching(values, wanted).withColumn(FILE, F.lit(uri))
         parts.append(held)
     if not parts:
         return spark.createDataFrame([], f"{KEY} string, {FILE} string").limit(0)
     return functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
+
+
+def _matching(values: DataFrame, keys: DataFrame) -> DataFrame:
+    """The rows of ``values`` whose key some key equals, as ``locate`` pairs them: a floating
+    key as Spark compares a number column with it (the column cast to the key's type, so a
+    double beyond 2**53 equals every bigint rounding to it), any other converted exactly."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegralType
+
+    key_type, value_type = keys.schema[KEY].dataType, values.schema[KEY].dataType
+    if isinstance(key_type, DoubleType | FloatType) and isinstance(value_type, IntegralType | DecimalType):
+        floats = keys.select(F.col(KEY).alias(_FLOAT_KEY))
+        return values.join(floats, values[KEY].cast(key_type) == floats[_FLOAT_KEY]).drop(_FLOAT_KEY)
+    return values.join(_exactly_as(keys, value_type), KEY)
+
+
+_FLOAT_KEY = "_lakeseek_float_key"
 
 
 def _exactly_as(keys: DataFrame, data_type) -> DataFrame:
