@@ -180,9 +180,8 @@ def _double_matches(number: float, column_type: pa.DataType, column: str) -> lis
         return _present(_exact_number(number, column_type))
     if not math.isfinite(number):
         return []
-    if (
-        pa.types.is_integer(column_type) and abs(number) < 2**53
-    ):  # one integer or none: at once (2**53 + 1 rounds to 2**53)
+    # Below 2**53 a double equals one integer or none (2**53 + 1 already rounds to 2**53).
+    if pa.types.is_integer(column_type) and abs(number) < 2**53:
         return _present(_exact_number(int(number), column_type)) if number == math.floor(number) else []
     scale = column_type.scale if pa.types.is_decimal(column_type) else 0
     if pa.types.is_decimal(column_type):
@@ -203,8 +202,8 @@ def _double_matches(number: float, column_type: pa.DataType, column: str) -> lis
             f"the key {number!r} is compared with column '{column}' ({column_type}) as a double, which "
             f"{last - first + 1:,} of its values equal: give the keys as integers or decimals"
         )
-    values = [Decimal(unit).scaleb(-scale) if scale or pa.types.is_decimal(column_type) else unit
-              for unit in range(first, last + 1)]  # fmt: skip
+    units = range(first, last + 1)
+    values = [Decimal(unit).scaleb(-scale) for unit in units] if pa.types.is_decimal(column_type) else list(units)
     return [value for value in values if float(value) == number]
 
 

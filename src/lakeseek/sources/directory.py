@@ -134,7 +134,8 @@ def _spark_read(files: dict[str, Stamp]) -> dict[str, Stamp]:
     """The files Spark reads of those listed: once a file sits in a partition directory, Spark's
     partition discovery reads none directly in the root (PartitioningAwareFileIndex lists only
     the partitions' files), where lakeseek would have read them with NULL partition values."""
-    if not any(_in_partition(path) for path in files):
+    # Run on each new listing: a lake without root files (nearly every one) is not copied.
+    if all("/" in path for path in files) or not any(_in_partition(path) for path in files):
         return files
     return {path: stamp for path, stamp in files.items() if "/" in path}
 
