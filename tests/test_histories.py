@@ -117,6 +117,13 @@ class History:
         os.replace(hidden, path)
         self.log(f"add {self._rel(path)} ({rows} rows{', extra column' if evolved else ''})")
 
+    def root_file(self, name: int, rows: int) -> None:
+        """A file in the lake's root, which Spark's partition discovery reads only while no file
+        sits in a partition directory."""
+        path = f"{self.root}/{FILE_NAMES[name].format(n=next(self.serial))}"
+        self._write(path, self._table(rows, False))
+        self.log(f"add {self._rel(path)} in the root ({rows} rows)")
+
     def _keeps(self, leaving: list[str]) -> bool:
         """Whether the lake keeps a file once ``leaving`` leave it: an empty lake cannot be indexed.
 
@@ -309,7 +316,10 @@ class History:
     def rows(self) -> list[dict]:
         """Every row of the lake now: a plain pyarrow read of each file, region from its path."""
         rows = []
-        for path in self._files():
+        files = self._files()
+        if any(os.sep in self._rel(path) for path in files):  # partitioned: Spark reads no root file
+            files = [path for path in files if os.sep in self._rel(path)]
+        for path in files:
             region_part = self._rel(path).split(os.sep)[0]
             raw = region_part.partition("=")[2]
             region = None if raw == "__HIVE_DEFAULT_PARTITION__" else raw
@@ -423,6 +433,7 @@ lake_steps = st.one_of(
     st.tuples(st.just("move"), _file, _region),
     st.tuples(st.just("directory_out"), _region),
     st.tuples(st.just("directory_back"), _region, _region),
+    st.tuples(st.just("root_file"), st.integers(0, len(FILE_NAMES) - 1), st.integers(1, 12)),
 )
 index_steps = st.one_of(
     st.tuples(st.just("add_column"), st.integers(0, 9)),
@@ -474,7 +485,7 @@ _EVERY_STEP = (
         ([("directory_out", 1)], ("add_column", 0)),
         ([("directory_back", 0, 0), ("rewrite", 0, True, True)], ("refresh", "incremental", "local")),
         ([("add", 1, 4, True, 7), ("rename", 1, 2), ("move", 2, 3)], ("refresh", "quick", "local")),
-        ([("rewrite", 3, False, False), ("remove", 4)], ("optimize", "quick", "local")),
+        ([("root_file", 0, 3), ("rewrite", 3, False, False), ("remove", 4)], ("optimize", "quick", "local")),
         ([("directory_out", 0)], ("refresh", "incremental", "spark")),
         ([("directory_back", 0, 2)], ("optimize", "full", "local")),
         ([], ("state", "deleted")),
