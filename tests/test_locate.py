@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import glob
 import math
 import os
@@ -155,7 +156,7 @@ def _equals(column: str, key: object) -> str:
     return f"{column} = {_sql(key)}"
 
 
-def _key_variants(value: object) -> st.SearchStrategy:
+def _key_variants(value: object) -> list[object]:
     """Keys around a column value: itself, its text (padded), nearby and far numbers, other types."""
     variants: list[object] = [value, str(value), f" {value} "]
     if isinstance(value, int | Decimal):
@@ -171,7 +172,7 @@ def _key_variants(value: object) -> st.SearchStrategy:
         variants += [value.replace(tzinfo=dt.timezone.utc), value.date(), value.isoformat(sep=" ")]
     if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
         variants += [dt.datetime.combine(value, dt.time()), dt.datetime.combine(value, dt.time(1))]
-    return st.sampled_from(variants)
+    return variants
 
 
 @pytest.mark.parametrize(
@@ -187,17 +188,52 @@ def test_a_float_key_pairs_every_value_it_equals_as_a_double(keyed_lake, column,
     assert len(expected) >= 2  # each value is in two of the three files
 
 
+def _spark_key_type(key: object) -> str:
+    """The Spark type of a column of keys like ``key``."""
+    if isinstance(key, int):
+        return "long" if -(2**63) <= key < 2**63 else "decimal(38,0)"
+    if isinstance(key, dt.datetime):
+        return "timestamp" if key.tzinfo else "timestamp_ntz"
+    return {Decimal: "decimal(38,10)", float: "double", str: "string", dt.date: "date"}[type(key)]
+
+
 @pytest.mark.spark
-def test_locate_spark_pairs_a_float_key_as_locate_does(keyed_lake, spark):
-    """locate_spark converted a double to the column's type and back: 2.0**53 paired 2**53 alone."""
+@pytest.mark.parametrize("column", list(_KEYED))
+def test_locate_spark_pairs_keys_of_every_type_as_locate_does(keyed_lake, spark, column):
+    """locate_spark converted a key to the column's type and back: the string ' 5' paired
+    nothing where ``locate`` (and Spark's ``column = ' 5'``) pairs 5. Keys of each Spark type
+    in turn, against ``locate``; a key ``locate`` refuses fails the Spark job too."""
+    from pyspark.sql import functions as F
+
     index = lakeseek.open_index(keyed_lake)
-    for column, keys in (("i64", [float(2**53), 2.5]), ("dec20", [float(2**53)]), ("dec", [1.5, -3.25, 0.1])):
-        frame = spark.createDataFrame([(key,) for key in keys], "k double")
-        got = {
-            (row["key"], row["file"].removeprefix("file://")) for row in locate_spark(index, frame, column).collect()
-        }
-        expected = {(pair["key"], pair["file"]) for pair in index.locate(keys, column=column).to_pylist()}
-        assert got == expected and len(expected) >= 2, column
+    # One frame per variant and type: keys of other values, whose pairs cannot hide a missing one.
+    frames: dict[tuple[int, str], list] = {}
+    for value in _KEYED[column].drop_null().to_pylist():
+        for variant, key in enumerate(_key_variants(value)):
+            frames.setdefault((variant, _spark_key_type(key)), []).append(key)
+    expected, answers = set(), []
+    for number, ((_, type_name), keys) in enumerate(frames.items()):
+        spark_keys = [Decimal(key) if type_name == "decimal(38,0)" else key for key in keys]
+        frame = spark.createDataFrame([(key,) for key in spark_keys], f"k {type_name}")
+        try:
+            pairs = index.locate(keys, column=column).to_pylist()
+        except lakeseek.PredicateTypeError:
+            with pytest.raises(Exception, match="CAST_INVALID_INPUT"):
+                locate_spark(index, frame, column).collect()
+            continue
+        expected |= {(number, _naive_utc(pair["key"]), pair["file"]) for pair in pairs}
+        answers.append(locate_spark(index, frame, column).select(F.lit(number).alias("frame"), "key", "file"))
+    # One Spark job for every frame: a job each took most of a minute.
+    rows = functools.reduce(lambda a, b: a.unionByName(b), answers).collect()
+    got = {(row["frame"], _naive_utc(row["key"]), row["file"].removeprefix("file://")) for row in rows}
+    assert got == expected, (column, frames)
+
+
+def _naive_utc(key: object) -> object:
+    """A key as Spark's rows hold it: an aware timestamp as UTC without its zone (the tests run in UTC)."""
+    if isinstance(key, dt.datetime) and key.tzinfo is not None:
+        return key.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return key
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -207,7 +243,13 @@ def test_keys_of_any_type_pair_the_files_a_query_finds(keyed_lake, data):
     file), and refuses the keys such a query refuses; floats as DOUBLEs, other numbers by their exact value."""
     column = data.draw(st.sampled_from(list(_KEYED)))
     present = [v for v in _KEYED[column].to_pylist() if v is not None]
-    keys = data.draw(st.lists(st.sampled_from(present).flatmap(_key_variants), min_size=1, max_size=4))
+    keys = data.draw(
+        st.lists(
+            st.sampled_from(present).flatmap(lambda value: st.sampled_from(_key_variants(value))),
+            min_size=1,
+            max_size=4,
+        )
+    )
     index = lakeseek.open_index(keyed_lake)
     files = sorted(glob.glob(f"{keyed_lake}/*.parquet"))
     expected: set[tuple[str, str]] = set()

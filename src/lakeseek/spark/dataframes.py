@@ -219,7 +219,7 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
     entries directly and joins them with the keys (a broadcast or shuffle join, Spark's
     choice) and with the live lineage.
     Files the index does not cover are read (the one column) and joined too, so the pairs
-    are exact, as ``locate``'s. A floating key pairs as Spark compares a number column with it.
+    are exact, as ``locate``'s. A key pairs as Spark compares the column with it.
     """
     from pyspark.sql import functions as F
 
@@ -267,29 +267,14 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
 
 
 def _matching(values: DataFrame, keys: DataFrame) -> DataFrame:
-    """The rows of ``values`` whose key some key equals, as ``locate`` pairs them: a floating
-    key as Spark compares a number column with it (the column cast to the key's type, so a
-    double beyond 2**53 equals every bigint rounding to it), any other converted exactly."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import DecimalType, DoubleType, FloatType, IntegralType
-
-    key_type, value_type = keys.schema[KEY].dataType, values.schema[KEY].dataType
-    if isinstance(key_type, DoubleType | FloatType) and isinstance(value_type, IntegralType | DecimalType):
-        floats = keys.select(F.col(KEY).alias(_FLOAT_KEY))
-        return values.join(floats, values[KEY].cast(key_type) == floats[_FLOAT_KEY]).drop(_FLOAT_KEY)
-    return values.join(_exactly_as(keys, value_type), KEY)
+    """The rows of ``values`` whose key some key equals, as ``locate`` pairs them: as Spark
+    compares the column with the key (a string cast to the column's family, so ``' 5'`` is 5; a
+    double the column is cast to, so a double beyond 2**53 equals every bigint rounding to it;
+    numbers widened to a common type, so a bigint beyond an int column's range equals none)."""
+    if keys.schema[KEY].dataType == values.schema[KEY].dataType:
+        return values.join(keys, KEY)
+    other = keys.withColumnRenamed(KEY, _OTHER_KEY)
+    return values.join(other, values[KEY] == other[_OTHER_KEY]).drop(_OTHER_KEY)
 
 
-_FLOAT_KEY = "_lakeseek_float_key"
-
-
-def _exactly_as(keys: DataFrame, data_type) -> DataFrame:
-    """The keys that convert to ``data_type`` and back unchanged, converted: a bigint beyond
-    an int column's range or the string ' 5' for a number equals no value, so it pairs nothing
-    (a plain cast would wrap the one and trim the other into another key)."""
-    from pyspark.sql import functions as F
-
-    converted = F.col(KEY).try_cast(data_type)
-    original = keys.schema[KEY].dataType
-    same = converted.isNotNull() & (converted.cast(original) == F.col(KEY))
-    return keys.where(same).select(converted.alias(KEY))
+_OTHER_KEY = "_lakeseek_key"
