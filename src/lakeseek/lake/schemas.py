@@ -135,6 +135,16 @@ def _same_values(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     return _merged_nested(a, b)
 
 
+def _case_folded(t: pa.DataType) -> pa.DataType:
+    """``t`` with the names of its nested fields in lower case."""
+    if pa.types.is_struct(t):
+        return pa.struct([field.with_name(field.name.lower()).with_type(_case_folded(field.type)) for field in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        element = t.value_field.with_type(_case_folded(t.value_type))
+        return pa.large_list(element) if pa.types.is_large_list(t) else pa.list_(element)
+    return t
+
+
 def wider_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     def digits(t: pa.DataType) -> tuple[int, int] | None:
         if pa.types.is_decimal(t):
@@ -226,10 +236,13 @@ def merge_file_schema(
         current = fields[position]
         wider = widen(current.type, field.type)
         if wider is None:
+            if widen(_case_folded(current.type), _case_folded(field.type)) is not None:
+                why = "its nested fields differ from theirs in case alone, and lakeseek reads a field by its exact name"
+            else:
+                why = "no type holds both exactly (Spark cannot read them together either)"
             raise IncompatibleSchemaError(
                 f"data file {source} holds column '{field.name}' as {field.type}, but the lake's other files "
-                f"hold it as {current.type}: no type holds both exactly (Spark cannot read them together either); "
-                "rewrite the file with the lake's type"
+                f"hold it as {current.type}: {why}; rewrite the file with the lake's type"
             )
         if not wider.equals(current.type):
             fields[position] = current.with_type(wider)
