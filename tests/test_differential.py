@@ -413,11 +413,12 @@ def test_locate_pairs_only_keys_some_value_equals(differential_lake, column, key
     ("keys", "key_type", "exact"),
     [
         ([2**32 + 5, 5, -(2**31) - 1], "bigint", [5]),
-        (["5", " 5", "05", "x"], "string", [5]),
+        (["5", " 5", "05"], "string", [5]),
     ],
 )
 def test_locate_spark_pairs_only_keys_some_value_equals(differential_lake, spark, keys, key_type, exact):
-    """Keys of another type than the column's are converted exactly or dropped, never wrapped or trimmed."""
+    """Keys of another type than the column's pair as Spark compares them with it: never
+    wrapped, a string cast to BIGINT (trimmed), each pair once."""
     index = lakeseek.open_index(differential_lake)
     frame = spark.createDataFrame([(key,) for key in keys], f"key {key_type}")
     got = sorted((row["key"], row["file"].rsplit("/", 1)[-1]) for row in locate_spark(index, frame, "i32").collect())

@@ -274,7 +274,8 @@ def _matching(values: DataFrame, keys: DataFrame) -> DataFrame:
     if keys.schema[KEY].dataType == values.schema[KEY].dataType:
         return values.join(keys, KEY)
     other = keys.withColumnRenamed(KEY, _OTHER_KEY)
-    return values.join(other, values[KEY] == other[_OTHER_KEY]).drop(_OTHER_KEY)
+    # distinct: several keys equal one value ('5' and ' 5' are 5).
+    return values.join(other, values[KEY] == other[_OTHER_KEY]).drop(_OTHER_KEY).distinct()
 
 
 _OTHER_KEY = "_lakeseek_key"
