@@ -418,7 +418,7 @@ class Index:
         column_type = value_type(self.schema_of(state).field(name).type)
         served = self.root.is_active and self.serves(name, state)
         with reading_data_files(self.lake, list(state.files)):
-            found = None
+            found, read = None, state.unindexed
             if served:
                 field = pa.field(name, column_type)
                 wanted = exact_keys(keys, field, self.kind_reader.key_type(name, column_type))
@@ -427,7 +427,8 @@ class Index:
                 except IndexCorruptError as error:
                     self._unusable(error)
             if found is None:
-                found = self._scan_keys(state, name, keys, column_type, served)
+                found, read = self._scan_keys(state, name, keys, column_type, served), list(state.files)
+        self.lake.check_unchanged({path: state.files[path] for path in read})
         paths = pc.binary_join_element_wise(self.lake.shown_root + "/", found.column(FILE), "")
         return found.set_column(found.schema.get_field_index(FILE), FILE, paths)
 
@@ -572,7 +573,9 @@ class Index:
         with reading_data_files(self.lake, files):  # a damaged or vanished file, named
             known = {path: stamps[path] for path in files if path in stamps}
             dataset = self.lake.dataset(files, schema, self.root.partition_columns, row_groups, stamps=known)
-            return read_matching(dataset, selected, predicate, schema)
+            found = read_matching(dataset, selected, predicate, schema)
+        self.lake.check_unchanged(known)
+        return found
 
     def _plan(self, predicate: Predicate, state: LakeState) -> Plan:
         chosen = self.prepare(predicate, state).run()

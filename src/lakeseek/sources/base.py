@@ -222,6 +222,13 @@ class LakeSource(ABC):
         when every row of the file is the lake's. Every read of the file leaves them out."""
         return None
 
+    def check_unchanged(self, stamps: Mapping[str, Stamp]) -> None:
+        """A DataFileError when a data file just read, listed with these stamps, holds other
+        content now: it may have been replaced between the listing and the read, and rows of
+        two states of the lake would make an answer of neither. A table format never rewrites
+        a file it lists: nothing to check."""
+        return None
+
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The lake's schema when an index of ``files`` is created: by default every file's
         schema merged (:mod:`lakeseek.lake.schemas`), without partition columns."""

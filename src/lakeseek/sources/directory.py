@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from lakeseek.engine.runner import Runner
-from lakeseek.exceptions import LakeNotFoundError
+from lakeseek.exceptions import DataFileError, LakeNotFoundError
 from lakeseek.io import Stamp
 from lakeseek.lake.files import file_schema, reading_data_files
 from lakeseek.lake.formats import CSV, JSON
@@ -82,6 +82,17 @@ class DirectorySource(LakeSource):
         snapshot = Snapshot(found)
         self._last_snapshot = (listed, exclude, snapshot)
         return snapshot
+
+    def check_unchanged(self, stamps: Mapping[str, Stamp]) -> None:
+        # A file's stamp changes with every write, and a rename over it is another inode (or
+        # object): the same stamp after the read means the rows read are those listed. A
+        # watched tree that has not changed is listed again without a system call per file.
+        if not stamps:
+            return
+        listed = self.storage.walk_files(self.root, skip_dir=_skip_directory, skip_file=is_hidden)
+        changed = next((path for path, stamp in stamps.items() if listed.get(path) != stamp), None)
+        if changed is not None:
+            raise DataFileError(f"data file {self.shown(changed)} changed while the query read it: run it again")
 
     def partition_values(self, file: str, fields: pa.Schema, time_zone: str) -> dict[str, object]:
         return partition_values(file, fields, time_zone)
