@@ -22,7 +22,10 @@ from lakeseek.expressions.sql import parse_where, to_spark_sql
         ("name = 'it''s'", Comparison("=", "name", Literal("string", "it's"))),
         ("name = 'a\\b'", Comparison("=", "name", Literal("string", "a\\b"))),
         ("`my col` = ''", Comparison("=", "my col", Literal("string", ""))),
-        ('"my col" = TRUE', Comparison("=", "my col", Literal("bool", True))),
+        # Double quotes make a string, as in Spark (spark.sql.ansi.doubleQuotedIdentifiers is off): they named a column.
+        ('name = "it\'s"', Comparison("=", "name", Literal("string", "it's"))),
+        ('name = "a""b"', Comparison("=", "name", Literal("string", 'a"b'))),
+        ("name = 'a\"\"b'", Comparison("=", "name", Literal("string", 'a""b'))),
         ("b = X'00ff'", Comparison("=", "b", Literal("hex", b"\x00\xff"))),
         ("d = DATE '2024-01-02'", Comparison("=", "d", Literal("date", "2024-01-02"))),
         ("t = TIMESTAMP '2024-01-02 03:04:05'", Comparison("=", "t", Literal("timestamp", "2024-01-02 03:04:05"))),

@@ -27,6 +27,7 @@ def _rows(frame):
 CASES = [
     ("id = 17", "id = 17", ("=", "id", 17)),
     ("name = 'it''s'", 'name = "it\'s"', ("=", "name", "it's")),
+    ('name = "São Paulo"', "name = 'São Paulo'", ("=", "name", "São Paulo")),
     (
         "name IN ('São Paulo', 'back\\slash', 'nope')",
         r"name IN ('São Paulo', 'back\\slash', 'nope')",

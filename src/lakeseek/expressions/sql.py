@@ -1,8 +1,9 @@
 """SQL predicate text -> :mod:`lakeseek.expressions` (the only module that imports sqlglot).
 
-The dialect is Spark SQL's (backquoted identifiers, ``X'..'`` hex, ``DATE '..'``) with
-standard SQL string quoting: ``'it''s'`` is ``it's`` and a backslash is a plain character
-(Spark itself reads backslash escapes, and concatenates ``'it''s'`` into ``its``).
+The dialect is Spark SQL's (backquoted identifiers, strings in single or double quotes,
+``X'..'`` hex, ``DATE '..'``) with standard SQL string quoting: ``'it''s'`` is ``it's`` and a
+backslash is a plain character (Spark itself reads backslash escapes, and concatenates
+``'it''s'`` into ``its``).
 :func:`to_spark_sql` re-writes a predicate in Spark's own dialect so Spark reads it the
 same way lakeseek does.
 """
@@ -53,8 +54,10 @@ from lakeseek.expressions.types import (
 
 class LakeseekDialect(Spark):
     class Tokenizer(Spark.Tokenizer):
-        STRING_ESCAPES = ["'"]  # noqa: RUF012 (sqlglot's own class attribute convention)
-        IDENTIFIERS = ["`", '"']  # noqa: RUF012
+        # Spark's two string quotes, each escaped by doubling it; only backquotes name columns.
+        QUOTES = ["'", '"']  # noqa: RUF012 (sqlglot's own class attribute convention)
+        STRING_ESCAPES = ["'", '"']  # noqa: RUF012
+        IDENTIFIERS = ["`"]  # noqa: RUF012
 
 
 _COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
