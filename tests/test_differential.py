@@ -41,6 +41,7 @@ TYPES = {
     "i16": pa.int16(),
     "i32": pa.int32(),
     "i64": pa.int64(),
+    "u64": pa.uint64(),  # Spark's DECIMAL(20, 0)
     "dec": pa.decimal128(9, 2),
     "dec20": pa.decimal128(20, 0),
     "dec38": pa.decimal128(38, 1),
@@ -88,6 +89,7 @@ EDGES = {
     "i16": [-32768, -300, 0, 300, 32767],
     "i32": [-(2**31), -5, 0, 5, 114, 115, 2**31 - 1],
     "i64": [-(2**63), -(2**53) - 1, 0, 12, 2**32 + 12, 2**53 + 1, 2**63 - 1],
+    "u64": [0, 5, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1],
     # 99.99 is one whose double Arrow's own decimal cast rounds wrongly (99.99000000000001).
     "dec": [Decimal(text) for text in ("-9999999.99", "-0.01", "0.00", "0.10", "114.50", "99.99")],
     "dec20": [Decimal(-(10**20) + 1), Decimal(0), Decimal(9007199254740992), Decimal(9007199254740993)],
@@ -533,6 +535,16 @@ LITERAL_TYPING = [
     "f64 <= '0x1p3'",
     "i32 IN ('5.0', 0.3D)",
     "i32 NOT IN (1.5, '114')",
+    # With a decimal member, a string is cast to the exact decimal the list makes, not to a
+    # double (2**53 + 1 is 2**53 as a double).
+    "i64 IN ('9007199254740992', 1.5)",
+    "i64 NOT IN ('9007199254740993', 1.5)",
+    "i64 IN (' 9007199254740993 ', 2.55)",
+    "i32 IN ('114.45', 0.5)",
+    # A uint64 column is Spark's DECIMAL(20, 0): a string is compared with it as a double.
+    "u64 = '9223372036854775807'",
+    "u64 <> '9223372036854775807'",
+    "u64 = '5.0'",
 ]
 
 # Predicates Spark refuses, which lakeseek must refuse too rather than answer.

@@ -150,8 +150,9 @@ def _sql(key: object) -> str:
 
 
 def _equals(column: str, key: object) -> str:
-    """``column = key`` as Spark compares them, in DuckDB: a string with a decimal as doubles."""
-    if isinstance(key, str) and pa.types.is_decimal(_KEYED[column].type):
+    """``column = key`` as Spark compares them, in DuckDB: a string with a decimal (or a
+    uint64, Spark's DECIMAL(20, 0)) as doubles."""
+    if isinstance(key, str) and (pa.types.is_decimal(_KEYED[column].type) or _KEYED[column].type == pa.uint64()):
         return f"CAST({column} AS DOUBLE) = CAST({_sql(key)} AS DOUBLE)"
     return f"{column} = {_sql(key)}"
 

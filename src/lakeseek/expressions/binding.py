@@ -32,6 +32,7 @@ from lakeseek.expressions import (
 )
 from lakeseek.expressions.rounding import domain, round_exact
 from lakeseek.expressions.types import (
+    cast_string,
     common_type,
     decimal_literal_type,
     integer_literal_type,
@@ -39,6 +40,7 @@ from lakeseek.expressions.types import (
     parse_date,
     parse_timestamp,
     string_as,
+    string_comparison_type,
 )
 
 
@@ -83,7 +85,10 @@ def compare(op: str, field: pa.Field, literal: Literal, *, within: pa.DataType |
     ``within``: the type to compare in when more than this literal decides it (an IN list).
     """
     column_type = value_type(field.type)
-    value, literal_type = typed_literal(literal, within or column_type, field.name)
+    if within is not None and literal.kind == "string":  # cast to the list's type, as Spark casts it
+        value, literal_type = _string_literal(literal.value, within, field.name, cast_string), within
+    else:
+        value, literal_type = typed_literal(literal, within or column_type, field.name)
     if within is None and literal.kind == "int" and literal.type is None and pa.types.is_decimal(column_type):
         # Compared with a decimal, a bare integer is a decimal of its own digits (Spark's
         # DecimalType.fromLiteral), not an INT's ten: it never costs the column scale.
@@ -136,9 +141,15 @@ def _bind_in(field: pa.Field, literals: tuple[Literal, ...]) -> Predicate:
     floating point stay comparisons, NULL stays NULL."""
     column_type = value_type(field.type)
     within = column_type
-    # Strings last, cast to the type the other members make: ('5.0', 0.3D) on an integer
-    # column compares doubles, so '5.0' is read as a double, not refused as an integer.
-    for literal in sorted((m for m in literals if m.kind != "null"), key=lambda m: m.kind == "string"):
+    # Spark widens the column with the strings first (an integer column: BIGINT, a decimal:
+    # DOUBLE), then with the other members, and casts every member to the type that makes:
+    # ('5.0', 0.3D) on an integer column compares doubles, ('9007199254740993', 1.5) decimals.
+    strings = [member for member in literals if member.kind == "string"]
+    if strings and not is_text(column_type):
+        within = common_type(column_type, string_comparison_type(column_type) or pa.null())
+        if within is None:
+            raise _mismatch(strings[0], column_type, field.name)
+    for literal in (member for member in literals if member.kind not in ("null", "string")):
         within = common_type(within, typed_literal(literal, within, field.name)[1])
         if within is None:
             raise _mismatch(literal, column_type, field.name)
@@ -201,10 +212,7 @@ def typed_literal(literal: Literal, column_type: pa.DataType, column: str) -> tu
     if kind == "hex":
         return value, pa.binary()
     if kind == "string":
-        try:
-            return string_as(value, column_type)
-        except PredicateTypeError as error:
-            raise PredicateTypeError(f"column '{column}' is {column_type}; {error}") from None
+        return _string_literal(value, column_type, column, string_as)
     if kind == "date":
         return parse_date(value), pa.date32()
     if kind in ("timestamp", "timestamp_ntz"):
@@ -222,6 +230,13 @@ def typed_literal(literal: Literal, column_type: pa.DataType, column: str) -> tu
             moment = moment.replace(tzinfo=None)
         return moment, pa.timestamp("us", tz="UTC" if kind == "timestamp" else None)
     raise _mismatch(literal, column_type, column)
+
+
+def _string_literal(text: str, target: pa.DataType, column: str, convert):
+    try:
+        return convert(text, target)
+    except PredicateTypeError as error:
+        raise PredicateTypeError(f"column '{column}': {error}") from None
 
 
 def _mismatch(literal: Literal, column_type: pa.DataType, column: str) -> PredicateTypeError:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 import pyarrow as pa
 
@@ -292,43 +292,75 @@ _BOOLEANS = {"t": True, "true": True, "y": True, "yes": True, "1": True, "f": Fa
 _BOOLEANS |= {"no": False, "0": False}
 
 
+def string_comparison_type(column_type: pa.DataType) -> pa.DataType | None:
+    """The type Spark casts a string compared with a column of ``column_type`` to: the
+    column's type family (integers: BIGINT; decimals, floats and a uint64, which Spark reads
+    as DECIMAL(20, 0): DOUBLE), or None when Spark does not compare them."""
+    if pa.types.is_integer(column_type) and column_type != pa.uint64():
+        return pa.int64()
+    if _is_number(column_type):
+        return pa.float64()
+    if pa.types.is_boolean(column_type):
+        return pa.bool_()
+    if pa.types.is_date(column_type):
+        return pa.date32()
+    if pa.types.is_timestamp(column_type):
+        return pa.timestamp("us", tz=column_type.tz)
+    if is_bytes(column_type):
+        return pa.binary()
+    if is_text(column_type):
+        return pa.string()
+    return None
+
+
 def string_as(text: str, column_type: pa.DataType) -> tuple[object, pa.DataType]:
     """A string literal compared with a column of ``column_type``: Spark casts the string to
-    the column's type family (integers: BIGINT; decimals and floats: DOUBLE), strictly (ANSI:
-    a malformed string is an error)."""
+    the column's type family (:func:`string_comparison_type`), strictly (ANSI: a malformed
+    string is an error)."""
+    target = string_comparison_type(column_type)
+    if target is None:
+        raise PredicateTypeError(f"the string '{text}' cannot be compared with {column_type}")
+    return cast_string(text, target), target
+
+
+def cast_string(text: str, target: pa.DataType) -> object:
+    """``text`` as Spark's ``CAST(text AS target)`` reads it, strictly (ANSI): its value in
+    ``target``, or PredicateTypeError."""
 
     def malformed() -> PredicateTypeError:
-        return PredicateTypeError(f"the string '{text}' cannot be cast to {column_type}, the type it is compared in")
+        return PredicateTypeError(f"the string '{text}' cannot be cast to {target}, the type it is compared in")
 
     stripped = text.strip()
-    if pa.types.is_integer(column_type):
-        if not _INTEGER_TEXT.fullmatch(stripped):
+    if pa.types.is_integer(target):
+        if not _INTEGER_TEXT.fullmatch(stripped) or not -(2**63) <= int(stripped) < 2**63:
             raise malformed()
-        value = int(stripped)
-        if column_type == pa.uint64() and 0 <= value < 2**64:
-            # Spark's DECIMAL(20,0): compared exactly here, where Spark's doubles would round
-            return value, pa.uint64()
-        if not -(2**63) <= value < 2**63:
-            raise malformed()
-        return value, pa.int64()
-    if pa.types.is_decimal(column_type) or pa.types.is_floating(column_type):
-        # Spark compares a decimal column with a string as two doubles.
+        return int(stripped)
+    if pa.types.is_floating(target):
         try:
-            return java_double(stripped), pa.float64()
+            return java_double(stripped)
         except ValueError as error:
             raise malformed() from error
-    if pa.types.is_boolean(column_type):
+    if pa.types.is_decimal(target):
+        # Spark's decimal cast: the exact number, rounded half up to the scale; too many digits is an error.
+        try:
+            number = exact_decimal(stripped).quantize(Decimal(1).scaleb(-target.scale), rounding=ROUND_HALF_UP)
+        except (PredicateParseError, InvalidOperation) as error:
+            raise malformed() from error
+        if abs(number) >= Decimal(10) ** (target.precision - target.scale):
+            raise malformed()
+        return number
+    if pa.types.is_boolean(target):
         if stripped.lower() not in _BOOLEANS:
             raise malformed()
-        return _BOOLEANS[stripped.lower()], pa.bool_()
-    if pa.types.is_date(column_type):
-        return parse_date(text), pa.date32()
-    if pa.types.is_timestamp(column_type):
-        return parse_timestamp(text, zoned=column_type.tz is not None), pa.timestamp("us", tz=column_type.tz)
-    if is_bytes(column_type):
-        return text.encode("utf-8"), pa.binary()
-    if is_text(column_type):
-        return text, pa.string()
+        return _BOOLEANS[stripped.lower()]
+    if pa.types.is_date(target):
+        return parse_date(text)
+    if pa.types.is_timestamp(target):
+        return parse_timestamp(text, zoned=target.tz is not None)
+    if is_bytes(target):
+        return text.encode("utf-8")
+    if is_text(target):
+        return text
     raise malformed()
 
 
