@@ -106,3 +106,12 @@ def test_bad_options_are_one_line(typed_lake, tmp_path, args, words):
 def test_api_options_are_checked(typed_lake):
     with pytest.raises(lakeseek.LakeseekError, match="chunk_rows must be"):
         lakeseek.create_index(typed_lake, ["id"], chunk_rows=10**20)
+
+
+def test_a_store_that_cannot_be_reached_is_a_one_line_error():
+    """obstore's errors are no OSError: `lakeseek files s3://...` on a store it could not reach
+    printed a 60-line traceback (found by a hunt on `lakeseek serve`, which failed to start so)."""
+    unreachable = ["AWS_ENDPOINT_URL=http://127.0.0.1:9", "AWS_ALLOW_HTTP=true", "AWS_REGION=us-east-1"]
+    unreachable += ["AWS_ACCESS_KEY_ID=key", "AWS_SECRET_ACCESS_KEY=secret"]
+    options = [arg for setting in unreachable for arg in ("--storage-option", setting)]
+    _assert_one_line_error(_lakeseek("files", "s3://nobucket/lake", "--where", "x = 1", *options), "S3 error")

@@ -32,6 +32,7 @@ from lakeseek.exceptions import IndexLogUnreadableError, LakeseekError
 from lakeseek.format.root import UNREADABLE
 from lakeseek.index import Index, IndexStatus, open_index
 from lakeseek.indexes import IndexSet, open_indexes
+from lakeseek.io import storage_failures
 from lakeseek.location import index_names
 from lakeseek.sources.base import LakeSource
 from lakeseek.what_if import imagine_indexes
@@ -49,7 +50,7 @@ def run() -> None:
         sys.exit(error.exit_code)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
-    except (LakeseekError, OSError) as error:
+    except (LakeseekError, *storage_failures()) as error:
         fail(error)
     except UnicodeError:
         fail(LakeseekError("an argument is not valid UTF-8 text"))

@@ -7,7 +7,7 @@ scheme in ``registry.py``, so another store plugs in without touching the index 
 
 from lakeseek.io.local import LocalStorage
 from lakeseek.io.registry import Address, register_storage, storage_for
-from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, carrying_counters, counting
+from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, carrying_counters, counting, storage_failures
 
 __all__ = [
     "Address",
@@ -19,5 +19,6 @@ __all__ = [
     "carrying_counters",
     "counting",
     "register_storage",
+    "storage_failures",
     "storage_for",
 ]

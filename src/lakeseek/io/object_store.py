@@ -23,10 +23,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 import obstore
 import pyarrow as pa
 import pyarrow.fs as pafs
-from obstore.exceptions import AlreadyExistsError, GenericError, InvalidPathError
+from obstore.exceptions import AlreadyExistsError, BaseError, GenericError, InvalidPathError
 
 from lakeseek.exceptions import LakeseekError, UnsupportedLakeError
-from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, visible_files
+from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, register_failure, visible_files
+
+register_failure(BaseError)  # obstore's: a store that cannot be reached, a denied request
 
 
 class ObjectStorage(Storage):

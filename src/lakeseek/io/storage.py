@@ -295,6 +295,21 @@ class Storage:
         return self.fs.get_file_info(path).type == pafs.FileType.File
 
 
+# What a storage's failure raises: OSError, and the errors of the client libraries the backends
+# use (each backend registers its own), which front ends report in one line, never a traceback.
+_FAILURES: list[type[BaseException]] = [OSError]
+
+
+def register_failure(kind: type[BaseException]) -> None:
+    """Counts ``kind`` (a backend's client library error) as a failure of the storage."""
+    if kind not in _FAILURES:
+        _FAILURES.append(kind)
+
+
+def storage_failures() -> tuple[type[BaseException], ...]:
+    return tuple(_FAILURES)
+
+
 def visible_files(
     listed: Iterable[tuple[str, Stamp]], skip_dir: Callable[[str], bool], skip_file: Callable[[str], bool]
 ) -> dict[str, Stamp]:

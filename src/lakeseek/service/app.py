@@ -36,6 +36,7 @@ from lakeseek.exceptions import (
 )
 from lakeseek.expressions.types import is_bytes
 from lakeseek.index import Index
+from lakeseek.io import storage_failures
 from lakeseek.lru import CACHES
 from lakeseek.rendering import arrow_stream, csv_text, json_lines, json_value, python_rows
 from lakeseek.service.config import ServiceConfig
@@ -343,7 +344,7 @@ def error_response(error: BaseException) -> Response:
         return _error(502, str(error))
     if isinstance(error, LakeseekError):
         return _error(400, str(error))
-    if isinstance(error, OSError):
+    if isinstance(error, storage_failures()):
         return _error(503, f"storage error: {error}")
     return _error(500, f"internal error: {type(error).__name__}: {error}")
 
