@@ -61,6 +61,9 @@ def test_parse(text, expected):
         ("a LIKE b", UnsupportedPredicateError),
         ("a IS 5", UnsupportedPredicateError),
         ("a LIKE 'x\\'", PredicateParseError),
+        # An interval past Spark's BIGINT of microseconds was an OverflowError traceback (a 500 from the service).
+        ("d = DATE '2024-01-01' - INTERVAL 1000000000 DAY", PredicateParseError),
+        ("t = TIMESTAMP '2024-01-01 00:00:00' + INTERVAL 999999999999999999999 SECOND", PredicateParseError),
         ("a LIKE 'x\\y'", PredicateParseError),
         ("a LIKE 'x%\\'", PredicateParseError),
         ("lower(a) = 'x'", UnsupportedPredicateError),

@@ -10,7 +10,6 @@ same way lakeseek does.
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import math
 import sys
@@ -426,9 +425,10 @@ def _float(value: float, arrow_type: pa.DataType) -> Literal:
     return Literal("float", pa.scalar(value, pa.float64()).cast(arrow_type, safe=False).as_py(), arrow_type)
 
 
-_INTERVAL_UNITS = {"DAY": "days", "DAYS": "days", "WEEK": "weeks", "WEEKS": "weeks", "HOUR": "hours"}
-_INTERVAL_UNITS |= {"HOURS": "hours", "MINUTE": "minutes", "MINUTES": "minutes", "SECOND": "seconds"}
-_INTERVAL_UNITS |= {"SECONDS": "seconds"}
+# Microseconds per unit of an interval.
+_INTERVAL_UNITS = {"DAY": MICROS_PER_DAY, "WEEK": 7 * MICROS_PER_DAY, "HOUR": 3_600_000_000, "MINUTE": 60_000_000}
+_INTERVAL_UNITS |= {"SECOND": 1_000_000}
+_INTERVAL_UNITS |= {f"{unit}S": micros for unit, micros in _INTERVAL_UNITS.items()}
 
 
 def _date_arithmetic(node: exp.Add | exp.Sub) -> Literal:
@@ -445,10 +445,10 @@ def _date_arithmetic(node: exp.Add | exp.Sub) -> Literal:
         amount = _number(amount.value.strip())
     if amount.kind != "int" or unit not in _INTERVAL_UNITS:
         raise UnsupportedPredicateError(f"unsupported interval {interval.sql()!r}: use INTERVAL n DAY|WEEK|HOUR|...")
-    delta = dt.timedelta(**{_INTERVAL_UNITS[unit]: amount.value})
-    delta = -delta if isinstance(node, exp.Sub) else delta
     # In numbers (days, microseconds), so that dates beyond Python's years 1..9999 take intervals too.
-    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    micros = amount.value * _INTERVAL_UNITS[unit] * (-1 if isinstance(node, exp.Sub) else 1)
+    if not -(2**63) <= micros < 2**63:  # Spark's day-time interval is a count of microseconds in a BIGINT
+        raise PredicateParseError(f"the interval {interval.sql()!r} is out of range")
     if start.kind == "date" and micros % MICROS_PER_DAY == 0:
         return Literal("date", date_text(epoch_days(parse_date(start.value)) + micros // MICROS_PER_DAY))
     moment = parse_timestamp(start.value, zoned=start.kind == "timestamp")
