@@ -270,3 +270,11 @@ def test_keys_of_any_type_pair_the_files_a_query_finds(keyed_lake, data):
     pairs = index.locate(keys, column=column).to_pylist()
     got = {pair["file"] for pair in pairs}
     assert got == {path for _, path in expected}, (column, keys)
+
+
+def test_a_string_key_that_is_no_utf8_text_is_refused_in_one_line(typed_lake):
+    """A lone surrogate (JSON's "\\ud800", through the service) was a UnicodeEncodeError traceback."""
+    index = lakeseek.open_index(typed_lake)
+    for keys in (["\ud800"], ["alice", "x\udcff"]):
+        with pytest.raises(lakeseek.PredicateTypeError, match="not valid UTF-8 text"):
+            index.locate(keys, column="name")

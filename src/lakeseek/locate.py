@@ -86,6 +86,13 @@ def exact_keys(keys: Iterable[KeyValue] | pa.Array, column: pa.Field, key_type: 
     (naive). Keys already of the column's type, or integers and decimals that all convert
     exactly, are converted at once; the others one by one.
     """
+    try:
+        return _exact_keys(keys, column, key_type)
+    except UnicodeEncodeError as error:  # a string holding a lone surrogate, which no column holds
+        raise PredicateTypeError(f"a key is not valid UTF-8 text: {error.object!r}") from None
+
+
+def _exact_keys(keys: Iterable[KeyValue] | pa.Array, column: pa.Field, key_type: pa.DataType) -> pa.Array:
     column_type = value_type(column.type)
     given = keys if isinstance(keys, pa.Array) else _array(list(keys))
     if isinstance(given, pa.Array) and given.type == column_type:
