@@ -34,6 +34,16 @@ def covered_lake(tmp_path_factory):
     return root, all_rows(root)
 
 
+def test_a_column_asked_for_twice_is_refused_as_by_a_read_of_the_lake(covered_lake):
+    """A covered read took `id, name, id`: JSON lines dropped one `id`, Arrow kept both, and CSV
+    wrote three names over rows of two fields (found by a hunt on `lakeseek serve`)."""
+    index = lakeseek.open_index(covered_lake[0])
+    assert index.query("id = 5", ["id", "name"])[1].from_index
+    for columns in (["id", "name", "id"], ["id", "ID"]):
+        with pytest.raises(lakeseek.LakeseekError, match="column 'id' is asked for twice"):
+            index.read("id = 5", columns)
+
+
 @fuzz_settings(60)
 @given(st.data())
 def test_generated_predicates_read_a_full_scans_rows(covered_lake, data):

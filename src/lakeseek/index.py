@@ -317,7 +317,7 @@ class Index:
         if not self.root.is_active or not self.kind_reader.carries_rows:
             return None
         schema = self.schema_of(state)
-        selected = schema.names if columns is None else [resolve_column(c, schema).name for c in columns]
+        selected = schema.names if columns is None else selected_columns(columns, schema)
         needed = list(dict.fromkeys([*selected, *sorted(predicate.columns())]))
         try:
             if not all(self.serves(column, state) for column in needed):
@@ -564,10 +564,7 @@ class Index:
     ) -> pa.Table:
         """The rows of ``files`` (with ``row_groups``, only those) that a bound ``predicate`` keeps."""
         schema = self.schema_of(state)
-        selected = None if columns is None else [resolve_column(c, schema).name for c in columns]
-        if selected is not None and len(set(selected)) < len(selected):
-            twice = next(name for name in selected if selected.count(name) > 1)
-            raise LakeseekError(f"column '{twice}' is asked for twice")
+        selected = selected_columns(columns, schema)
         stamps = state.files
         self.storage.count_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
         with reading_data_files(self.lake, files):  # a damaged or vanished file, named
@@ -641,6 +638,18 @@ class Index:
         if self._shared.first_time(reason):
             log.warning("%s", reason)
         return reason, fallback
+
+
+def selected_columns(columns: list[str] | None, schema: pa.Schema) -> list[str] | None:
+    """The lake's names of the ``columns`` a read asks for (None: all of them); a column asked
+    for twice, in any spelling, is an error (a table cannot hold it twice in every format)."""
+    if columns is None:
+        return None
+    selected = [resolve_column(column, schema).name for column in columns]
+    twice = next((name for name in selected if selected.count(name) > 1), None)
+    if twice is not None:
+        raise LakeseekError(f"column '{twice}' is asked for twice")
+    return selected
 
 
 def pruned(lake: LakeSource, plan: Plan, predicate: Predicate) -> Plan:
