@@ -175,7 +175,7 @@ def test_files_rows_and_locate_answer_like_a_full_scan(server, lakes):
         "/v1/lakes/events/locate",
         params={"column": "user"},
         body=keys_stream.getvalue().to_pybytes(),
-        headers={"Content-Type": ARROW, "Accept": ARROW},
+        headers={"Content-Type": ARROW.upper(), "Accept": ARROW},  # media types are case-insensitive
     )
     assert status == 200, body
     found = pa.ipc.open_stream(body).read_all()

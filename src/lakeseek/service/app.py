@@ -209,7 +209,7 @@ def _params(request: Request, body: bytes) -> dict:
     """The query string's parameters, and a JSON body's (which win; any body but an Arrow
     stream is read as JSON, whatever its declared type)."""
     params: dict[str, Any] = dict(request.query_params)
-    if body and request.headers.get("content-type", "").split(";")[0].strip() != ARROW:
+    if body and not _sends_arrow(request):
         try:
             given = json.loads(body)
         except (ValueError, UnicodeDecodeError) as error:
@@ -262,7 +262,7 @@ def _count(params: dict, name: str, largest: int) -> int | None:
 def _keys(params: dict, body: bytes, request: Request, column: str | None) -> pa.Array | list:
     """A locate's keys: an Arrow IPC stream's column (``column``, or its only one), or a JSON
     body's ``keys`` list."""
-    if request.headers.get("content-type", "").split(";")[0].strip() == ARROW:
+    if _sends_arrow(request):
         try:
             table = pa.ipc.open_stream(body).read_all()
             table.validate(full=True)  # offsets and lengths checked before a kernel trusts them
@@ -277,6 +277,11 @@ def _keys(params: dict, body: bytes, request: Request, column: str | None) -> pa
     if not isinstance(keys, list):
         raise RequestError(400, 'a locate\'s keys are a JSON list, {"keys": [...]}, or an Arrow IPC stream')
     return keys
+
+
+def _sends_arrow(request: Request) -> bool:
+    """Whether the body is an Arrow IPC stream, as its Content-Type says (media types are case-insensitive)."""
+    return request.headers.get("content-type", "").split(";")[0].strip().lower() == ARROW
 
 
 def _json_keys(keys: list, index: Index, column: str | None) -> list:
