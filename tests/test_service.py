@@ -334,8 +334,9 @@ def test_too_large_batches_and_the_token(server, lakes):
     status, _, body = call(server, "GET", "/v1/lakes/events/rows", params={"where": "id > 0", "limit": 10**9})
     assert status == 413
     for token in (None, "wrong"):
-        status, _, body = call(server, "GET", "/v1/lakes/events/files", params={"where": "id = 1"}, token=token)
+        status, headers, body = call(server, "GET", "/v1/lakes/events/files", params={"where": "id = 1"}, token=token)
         assert status == 401 and "Bearer" in json.loads(body)["error"]
+        assert headers["www-authenticate"].startswith("Bearer")
         assert call(server, "GET", "/metrics", token=token)[0] == 401
     assert call(server, "GET", "/healthz", token=None)[0] == 200
 

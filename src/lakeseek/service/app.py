@@ -356,4 +356,6 @@ def error_response(error: BaseException) -> Response:
 
 def _error(status: int, message: str) -> Response:
     line = " ".join(str(message).split())[:1000]
-    return JSONResponse({"error": line, "status": status}, status_code=status)
+    # A 401 names the scheme that would be let in (RFC 9110).
+    headers = {"WWW-Authenticate": 'Bearer realm="lakeseek"'} if status == 401 else None
+    return JSONResponse({"error": line, "status": status}, status_code=status, headers=headers)
