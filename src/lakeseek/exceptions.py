@@ -77,6 +77,11 @@ class DataFileError(LakeseekError):
     """A data file of the lake cannot be read: not Parquet, damaged, or removed during the query."""
 
 
+class DataFileChangedError(DataFileError):
+    """A data file changed or vanished while a query read it: the query, run again, lists the
+    lake anew (reads run again by themselves a few times first)."""
+
+
 class IncompatibleSchemaError(LakeseekError):
     """A data file holds a column in a type that no type holds exactly along with the lake's
     type of it (a string where the other files hold integers, say): see ``lakeseek.lake.schemas``."""

@@ -44,7 +44,7 @@ from lakeseek.io import counting
 from lakeseek.kinds import DEFAULT_KIND, kind_named
 from lakeseek.kinds.base import ROW_FILE, KindReader
 from lakeseek.kinds.sorted_index.content import SortedIndex
-from lakeseek.lake.files import reading_data_files
+from lakeseek.lake.files import again_when_files_change, reading_data_files
 from lakeseek.lake.rows import concat_rows
 from lakeseek.lake.schemas import current_partition_types, merge_schemas, spark_schema_json, with_partition_types
 from lakeseek.lake.state import Changes, LakeState, compare
@@ -293,6 +293,7 @@ class Index:
         the rows of weight below it: deterministic, and a smaller sample inside a larger one."""
         return self.query(where, columns, sample=sample)[0]
 
+    @again_when_files_change
     def query(
         self, where: str, columns: list[str] | None = None, *, sample: float | None = None
     ) -> tuple[pa.Table, Plan]:
@@ -349,6 +350,7 @@ class Index:
         )
         return found, plan
 
+    @again_when_files_change
     def scan(self, where: str, columns: list[str] | None = None) -> pa.Table:
         """The rows matching ``where``, read from every file of the lake without the index."""
         state = self.lake_state()
@@ -404,6 +406,7 @@ class Index:
             f"only the {len(state.unindexed):,} files it does not cover are opened"
         )
 
+    @again_when_files_change
     def locate(self, keys: Iterable[KeyValue] | pa.Array, column: str | None = None) -> pa.Table:
         """Every ``(key, file)`` pair where ``file`` holds a row whose ``column`` is ``key``.
 

@@ -23,6 +23,7 @@ from lakeseek.expressions import Predicate
 from lakeseek.expressions.sql import parse_where
 from lakeseek.index import Index, LakeListing
 from lakeseek.io import counting
+from lakeseek.lake.files import again_when_files_change
 from lakeseek.lake.state import LakeState
 from lakeseek.location import DEFAULT_NAME, LakeLike, Location, index_names, locate
 from lakeseek.planning import Alternative, Explanation, Fallback, Plan, Prepared, explanation
@@ -104,6 +105,7 @@ class IndexSet:
     def read(self, where: str, columns: list[str] | None = None) -> pa.Table:
         return self.query(where, columns)[0]
 
+    @again_when_files_change
     def query(self, where: str, columns: list[str] | None = None) -> tuple[pa.Table, Plan]:
         """The rows matching ``where``, read from the files the cheapest index leaves, and its plan."""
         binder = _Binder(where)

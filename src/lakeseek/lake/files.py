@@ -8,18 +8,19 @@ Which files make the lake, and their partition values, are the lake source's
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from lakeseek.exceptions import DataFileError, LakeMetadataError
+from lakeseek.exceptions import DataFileChangedError, DataFileError, LakeMetadataError
 from lakeseek.io import Stamp
 from lakeseek.lake.datetimes import RebasedDataset
 from lakeseek.lake.formats import DataFile
@@ -29,6 +30,8 @@ from lakeseek.lru import LRU, named
 
 if TYPE_CHECKING:
     from lakeseek.sources.base import LakeSource
+
+T = TypeVar("T")
 
 
 def partition_fields(schema: pa.Schema, partition_columns: Sequence[str]) -> pa.Schema:
@@ -340,16 +343,41 @@ def reading_data_files(source: LakeSource, paths: Sequence[str]) -> Iterator[Non
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if culprit is None and any(sign in reason for sign in _PARQUET_DAMAGE):
             # Every file reads whole again: one was rewritten in place while the query read it.
-            raise DataFileError(f"a data file changed while the query read it ({reason}): run it again") from error
+            changed = f"a data file changed while the query read it ({reason}): run it again"
+            raise DataFileChangedError(changed) from error
         if culprit is None:
             raise
         location = source.shown(culprit)
         if not source.storage.is_file(source.path(culprit)):
-            raise DataFileError(f"data file {location} was removed while the query read it: run it again") from error
+            raise DataFileChangedError(
+                f"data file {location} was removed while the query read it: run it again"
+            ) from error
         reason = reason.split(source.path(culprit), 1)[-1].lstrip("': ") or reason
         raise DataFileError(
             f"cannot read data file {location} (not {source.data_format.title}, or damaged): {reason}"
         ) from error
+
+
+# Runs of a read, in all, when data files change under it (each run lists the lake anew).
+READ_ATTEMPTS = 3
+
+
+def again_when_files_change(read: Callable[..., T]) -> Callable[..., T]:
+    """``read``, run again (up to READ_ATTEMPTS runs) when a data file changed or vanished while
+    it read: each run takes the lake's files anew, so a lake under a writer is answered as it
+    was at one moment rather than refused."""
+
+    @functools.wraps(read)
+    def run(*args: Any, **kwargs: Any) -> T:
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                return read(*args, **kwargs)
+            except DataFileChangedError:
+                if attempt == READ_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    return run
 
 
 # What pyarrow says of bytes that are not (or no longer) a whole Parquet file.

@@ -34,7 +34,12 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from lakeseek.engine.runner import Runner
-from lakeseek.exceptions import DataFileError, LakeMetadataError, LakeNotFoundError, UnsupportedLakeError
+from lakeseek.exceptions import (
+    DataFileChangedError,
+    LakeMetadataError,
+    LakeNotFoundError,
+    UnsupportedLakeError,
+)
 from lakeseek.io import FileStatus, Stamp, Storage
 from lakeseek.lake.files import plain_schema
 from lakeseek.lake.formats.base import ColumnStatistics
@@ -179,7 +184,7 @@ class DeltaSource(LakeSource):
             if stamp is None:
                 return None if current is None else self._deleted.get((file, current.version))
             if (file, stamp.version) not in self._deleted:
-                raise DataFileError(
+                raise DataFileChangedError(
                     f"data file {self.shown(file)} changed while the query read it (the table deleted rows of it "
                     "since): run it again"
                 )

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from lakeseek.engine.runner import Runner
-from lakeseek.exceptions import DataFileError, LakeNotFoundError
+from lakeseek.exceptions import DataFileChangedError, LakeNotFoundError
 from lakeseek.io import Stamp
 from lakeseek.lake.files import file_schema, reading_data_files
 from lakeseek.lake.formats import CSV, JSON
@@ -92,7 +92,7 @@ class DirectorySource(LakeSource):
         listed = self.storage.walk_files(self.root, skip_dir=_skip_directory, skip_file=is_hidden)
         changed = next((path for path, stamp in stamps.items() if listed.get(path) != stamp), None)
         if changed is not None:
-            raise DataFileError(f"data file {self.shown(changed)} changed while the query read it: run it again")
+            raise DataFileChangedError(f"data file {self.shown(changed)} changed while the query read it: run it again")
 
     def partition_values(self, file: str, fields: pa.Schema, time_zone: str) -> dict[str, object]:
         return partition_values(file, fields, time_zone)
