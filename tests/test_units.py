@@ -611,6 +611,32 @@ def test_rows_past_year_9999_render_as_arrow_writes_them():
     assert "".join(csv_text(table)).splitlines()[2] == "3,10183-09-21"
 
 
+def test_csv_text_writes_nested_values_as_their_json_and_spark_words():
+    """A list, struct or map was Python's repr in CSV (`[0, None, 1]`, `{'a': 0}`), booleans
+    `True`, NaN `nan`: now each field is what the JSON lines hold (as JSON text), booleans,
+    NaN and infinities as Spark writes them."""
+    import csv as python_csv
+    import io
+
+    from lakeseek.rendering import csv_text, json_lines
+
+    table = pa.table(
+        {
+            "l": pa.array([[0, None, 1], None], pa.list_(pa.int64())),
+            "s": pa.array([{"a": 0, "b": "s0"}, None]),
+            "m": pa.array([[("x", 0)], None], pa.map_(pa.string(), pa.int64())),
+            "flag": [True, False],
+            "f": [float("nan"), float("-inf")],
+        }
+    )
+    rows = list(python_csv.DictReader(io.StringIO("".join(csv_text(table)))))
+    expected = [json.loads(line) for line in json_lines(table)]
+    for row, shown in zip(rows, expected, strict=True):
+        for name in ("l", "s", "m"):
+            assert (json.loads(row[name]) if row[name] else None) == shown[name]
+    assert [(row["flag"], row["f"]) for row in rows] == [("true", "NaN"), ("false", "-Infinity")]
+
+
 def test_csv_text_tells_an_empty_string_from_null():
     """As Spark writes CSV: NULL an empty field, an empty string (or binary) quoted."""
     import csv as python_csv

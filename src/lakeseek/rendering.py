@@ -17,11 +17,18 @@ import pyarrow as pa
 
 
 def text(value: Any) -> str:
-    """A value as CSV and tables show it."""
+    """A value as CSV and tables show it: Spark's words for booleans, NaN and the infinities,
+    and a list, struct or map as its JSON (as the JSON lines show it), never Python's repr."""
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        return json_value(value)
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(json_value(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return str(value)
 
 
