@@ -341,6 +341,32 @@ def test_too_large_batches_and_the_token(server, lakes):
     assert call(server, "GET", "/healthz", token=None)[0] == 200
 
 
+def test_a_long_predicate_does_not_hold_up_other_requests(lakes, tmp_path):
+    """A files request was answered on the event loop: one with 100,000 keys held every other
+    request of its worker (/healthz included) for the seconds its planning took."""
+    served = start_lakeseek_serve(tmp_path, {"events": str(lakes["events"])}, token=TOKEN, workers=1)
+    where = "id IN (" + ", ".join(str(n) for n in range(100_000)) + ")"
+    finished: dict[str, float] = {}
+
+    def long_request() -> None:
+        status, _, _ = call(served.endpoint, "POST", "/v1/lakes/events/files", body={"where": where})
+        finished["long"] = time.perf_counter()
+        assert status == 200
+
+    try:
+        assert call(served.endpoint, "GET", "/v1/lakes/events/files", params={"where": "id = 3"})[0] == 200  # opened
+        worker = threading.Thread(target=long_request)
+        worker.start()
+        time.sleep(0.3)  # the long request is being planned
+        assert call(served.endpoint, "GET", "/healthz", token=None)[0] == 200
+        finished["healthz"] = time.perf_counter()
+        worker.join()
+    finally:
+        served.stop()
+    # Answered long before the long request (which takes seconds), not right after it.
+    assert finished["long"] - finished["healthz"] > 1.0, finished
+
+
 def test_a_storage_failure_is_a_5xx_that_names_it(server, lakes):
     root = lakes["broken"]
     victim = sorted(root.rglob("part-*.parquet"))[2]

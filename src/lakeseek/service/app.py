@@ -59,6 +59,11 @@ class RequestError(Exception):
 
 Handler = Callable[[ServedLake, dict, bytes, Request], Response]
 
+# A local lake's files requests are answered on the event loop (no thread hand-off: they take
+# a fraction of a millisecond), unless the predicate is longer than this: a list of 100,000
+# keys takes seconds to plan, and the loop would answer nothing else meanwhile.
+INLINE_WHERE_CHARS = 4096
+
 
 def create_app(config: ServiceConfig | None = None) -> Starlette:
     """The application serving ``config`` (default: from ``$LAKESEEK_SERVE_CONFIG``, as
@@ -77,7 +82,7 @@ def create_app(config: ServiceConfig | None = None) -> Starlette:
                 body = await _body(request)
                 params = _params(request, body)
                 lake = lakes[request.path_params["lake"]]
-                if in_thread or not lake.is_local:
+                if in_thread or not lake.is_local or len(str(params.get("where", ""))) > INLINE_WHERE_CHARS:
                     response = await run_in_threadpool(handler, lake, params, body, request)
                 else:
                     response = handler(lake, params, body, request)
