@@ -420,8 +420,10 @@ class Index:
         name = self.locate_column(column, state)
         column_type = value_type(self.schema_of(state).field(name).type)
         served = self.root.is_active and self.serves(name, state)
-        with reading_data_files(self.lake, list(state.files)):
-            found, read = None, state.unindexed
+        # Stamps checked after the read: of the files the index does not cover, or (a scan) of every file.
+        read = {path: state.files[path] for path in (state.files if not served else state.unindexed)}
+        with reading_data_files(self.lake, list(state.files), read):
+            found = None
             if served:
                 field = pa.field(name, column_type)
                 wanted = exact_keys(keys, field, self.kind_reader.key_type(name, column_type))
@@ -430,8 +432,8 @@ class Index:
                 except IndexCorruptError as error:
                     self._unusable(error)
             if found is None:
-                found, read = self._scan_keys(state, name, keys, column_type, served), list(state.files)
-        self.lake.check_unchanged({path: state.files[path] for path in read})
+                read.update(state.files)
+                found = self._scan_keys(state, name, keys, column_type, served)
         paths = pc.binary_join_element_wise(self.lake.shown_root + "/", found.column(FILE), "")
         return found.set_column(found.schema.get_field_index(FILE), FILE, paths)
 
@@ -570,12 +572,10 @@ class Index:
         selected = selected_columns(columns, schema)
         stamps = state.files
         self.storage.count_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
-        with reading_data_files(self.lake, files):  # a damaged or vanished file, named
-            known = {path: stamps[path] for path in files if path in stamps}
+        known = {path: stamps[path] for path in files if path in stamps}
+        with reading_data_files(self.lake, files, known):  # a damaged, vanished or replaced file, named
             dataset = self.lake.dataset(files, schema, self.root.partition_columns, row_groups, stamps=known)
-            found = read_matching(dataset, selected, predicate, schema)
-        self.lake.check_unchanged(known)
-        return found
+            return read_matching(dataset, selected, predicate, schema)
 
     def _plan(self, predicate: Predicate, state: LakeState) -> Plan:
         chosen = self.prepare(predicate, state).run()

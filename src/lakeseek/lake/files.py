@@ -329,16 +329,24 @@ def distinct_schemas(
 
 
 @contextmanager
-def reading_data_files(source: LakeSource, paths: Sequence[str]) -> Iterator[None]:
+def reading_data_files(
+    source: LakeSource, paths: Sequence[str], stamps: Mapping[str, Stamp] | None = None
+) -> Iterator[None]:
     """pyarrow's failures to read some of these data files as a one-line DataFileError naming the file.
 
     Spark fails a query over a file that is not Parquet (FAILED_READ_FILE) or that vanished
     after the listing (FILE_NOT_EXIST); so does lakeseek, saying which file. Errors that no
     data file explains (a bad filter, say) are left as they are.
+
+    ``stamps``, the listing's stamps of the files read: a file whose stamp changed by the end of
+    the read (however it ended) is a DataFileChangedError, for the read may hold rows of two
+    states of the lake (:meth:`LakeSource.check_unchanged`).
     """
     try:
         yield
     except (pa.ArrowInvalid, OSError) as error:
+        if stamps:
+            source.check_unchanged(stamps)  # a file replaced under the read explains any failure
         culprit = _unreadable_file(source, paths, error)
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if culprit is None and any(sign in reason for sign in _PARQUET_DAMAGE):
@@ -356,6 +364,8 @@ def reading_data_files(source: LakeSource, paths: Sequence[str]) -> Iterator[Non
         raise DataFileError(
             f"cannot read data file {location} (not {source.data_format.title}, or damaged): {reason}"
         ) from error
+    if stamps:
+        source.check_unchanged(stamps)
 
 
 # Runs of a read, in all, when data files change under it (each run lists the lake anew).
