@@ -541,6 +541,10 @@ LITERAL_TYPING = [
     "i64 NOT IN ('9007199254740993', 1.5)",
     "i64 IN (' 9007199254740993 ', 2.55)",
     "i32 IN ('114.45', 0.5)",
+    # Left to right: after a decimal member a string makes DOUBLE (2**53 + 1 equals 2**53 then).
+    "i64 IN (1.5, '9007199254740992')",
+    "i16 IN (0.5, 'Infinity', '300')",
+    "i64 IN ('9007199254740993', 0.9999999999999999999999999999999999999)",
     # A uint64 column is Spark's DECIMAL(20, 0): a string is compared with it as a double.
     "u64 = '9223372036854775807'",
     "u64 <> '9223372036854775807'",

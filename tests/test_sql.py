@@ -25,6 +25,7 @@ from lakeseek.expressions.sql import parse_where, to_spark_sql
         # Double quotes make a string, as in Spark (spark.sql.ansi.doubleQuotedIdentifiers is off): they named a column.
         ('name = "it\'s"', Comparison("=", "name", Literal("string", "it's"))),
         ('name = "a""b"', Comparison("=", "name", Literal("string", 'a"b'))),
+        ('name = "a\\b"', Comparison("=", "name", Literal("string", "a\\b"))),  # no escapes, as in single quotes
         ("name = 'a\"\"b'", Comparison("=", "name", Literal("string", 'a""b'))),
         ("b = X'00ff'", Comparison("=", "b", Literal("hex", b"\x00\xff"))),
         ("d = DATE '2024-01-02'", Comparison("=", "d", Literal("date", "2024-01-02"))),

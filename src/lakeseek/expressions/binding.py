@@ -141,16 +141,18 @@ def _bind_in(field: pa.Field, literals: tuple[Literal, ...]) -> Predicate:
     floating point stay comparisons, NULL stays NULL."""
     column_type = value_type(field.type)
     within = column_type
-    # Spark widens the column with the strings first (an integer column: BIGINT, a decimal:
-    # DOUBLE), then with the other members, and casts every member to the type that makes:
-    # ('5.0', 0.3D) on an integer column compares doubles, ('9007199254740993', 1.5) decimals.
-    strings = [member for member in literals if member.kind == "string"]
-    if strings and not is_text(column_type):
-        within = common_type(column_type, string_comparison_type(column_type) or pa.null())
-        if within is None:
-            raise _mismatch(strings[0], column_type, field.name)
-    for literal in (member for member in literals if member.kind not in ("null", "string")):
-        within = common_type(within, typed_literal(literal, within, field.name)[1])
+    # Spark widens the column's type with each member in turn, left to right (a string with an
+    # integer type makes BIGINT, with a decimal or float DOUBLE), and casts every member to the
+    # result: ('5.0', 0.3D) on an integer column compares doubles, ('9007199254740993', 1.5)
+    # exact decimals, (1.5, '9007199254740993') doubles again.
+    for literal in literals:
+        if literal.kind == "null" or (literal.kind == "string" and is_text(within)):
+            continue
+        if literal.kind == "string":
+            widened = string_comparison_type(within)
+            within = None if widened is None else common_type(within, widened)
+        else:
+            within = common_type(within, typed_literal(literal, within, field.name)[1])
         if within is None:
             raise _mismatch(literal, column_type, field.name)
     members: list[object] = []

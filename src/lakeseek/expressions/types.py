@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 
 import pyarrow as pa
 
@@ -323,6 +323,10 @@ def string_as(text: str, column_type: pa.DataType) -> tuple[object, pa.DataType]
     return cast_string(text, target), target
 
 
+# Enough digits for any decimal a string is cast to (Python's default context keeps 28).
+_DECIMAL_DIGITS = Context(prec=2 * MAX_DECIMAL_PRECISION)
+
+
 def cast_string(text: str, target: pa.DataType) -> object:
     """``text`` as Spark's ``CAST(text AS target)`` reads it, strictly (ANSI): its value in
     ``target``, or PredicateTypeError."""
@@ -343,7 +347,8 @@ def cast_string(text: str, target: pa.DataType) -> object:
     if pa.types.is_decimal(target):
         # Spark's decimal cast: the exact number, rounded half up to the scale; too many digits is an error.
         try:
-            number = exact_decimal(stripped).quantize(Decimal(1).scaleb(-target.scale), rounding=ROUND_HALF_UP)
+            unit = Decimal(1).scaleb(-target.scale)
+            number = exact_decimal(stripped).quantize(unit, rounding=ROUND_HALF_UP, context=_DECIMAL_DIGITS)
         except (PredicateParseError, InvalidOperation) as error:
             raise malformed() from error
         if abs(number) >= Decimal(10) ** (target.precision - target.scale):
