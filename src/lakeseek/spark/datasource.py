@@ -165,6 +165,20 @@ def recursive_file_lookup(options: Mapping[str, str]) -> bool:
     return (read_option(options, "recursiveFileLookup") or "").strip().lower() == "true"
 
 
+def refuse_retyped(schema: StructType, now: StructType) -> None:
+    """A LakeseekError when a column of ``schema`` (a DataFrame's or a table's, fixed when it was
+    made) has another type in the lake ``now`` (a directory ``p=2.5`` beside ``p=1``): its
+    values would be read as the old type, wrong or failing."""
+    current = {field.name.lower(): field for field in now.fields}
+    for field in schema.fields:
+        found = current.get(field.name.lower())
+        if found is not None and found.dataType != field.dataType:
+            raise LakeseekError(
+                f"the lake's column '{field.name}' is {found.dataType.simpleString()} now, "
+                f"{field.dataType.simpleString()} when this DataFrame (or table) was made: read the lake again"
+            )
+
+
 def _creates_table(options: Mapping[str, str]) -> bool:
     # The catalog adds the table's provider to the properties it infers a new table's schema with.
     return read_option(options, "provider") is not None
@@ -222,6 +236,7 @@ class LakeseekReader(DataSourceReader):
         self.narrow_to_pushed_filters = narrow_to_pushed_filters
         self._index: Index | None = open_source_index(options)
         self.arrow_schema: pa.Schema = self._index.schema  # the lake's now (lakeseek.lake.schemas)
+        refuse_retyped(schema, spark_schema(self._index))
         if recursive_file_lookup(self.options):  # no partition discovery: no partition column
             partitions = self._index.root.partition_columns
             kept = [f for f in self.arrow_schema if f.name not in partitions]

@@ -114,7 +114,7 @@ public final class DefaultSource implements RelationProvider, SchemaRelationProv
     }
     HadoopFsRelation parquet = (HadoopFsRelation) ((LogicalRelation) plan).relation();
     return parquet.copy(
-        new IndexedFileIndex(parquet.location(), json, current),
+        new IndexedFileIndex(parquet.location(), json, current, parquet.partitionSchema()),
         parquet.partitionSchema(),
         parquet.dataSchema(),
         parquet.bucketSpec(),

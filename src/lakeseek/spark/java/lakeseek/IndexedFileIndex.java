@@ -26,18 +26,22 @@ final class IndexedFileIndex implements FileIndex {
   private final FileIndex lake;
   private final String options;
   private final Planner planner;
+  // The partition columns the relation was made with: its rows are read as these types.
+  private final StructType partitions;
 
   // Whether a query used the listing Spark made with the relation: later ones list the lake again.
   private volatile boolean listingUsed = false;
 
-  IndexedFileIndex(FileIndex lake, String options, Planner planner) {
+  IndexedFileIndex(FileIndex lake, String options, Planner planner, StructType partitions) {
     this.lake = lake;
     this.options = options;
     this.planner = planner;
+    this.partitions = partitions;
   }
 
   @Override
   public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters, Seq<Expression> dataFilters) {
+    checkPartitions();  // an earlier query's listing may have found them retyped
     Seq<PartitionDirectory> listed = lake.listFiles(partitionFilters, dataFilters);
     List<Filter> filters = new ArrayList<>();
     for (Expression expression : CollectionConverters.asJava(dataFilters)) {
@@ -54,7 +58,7 @@ final class IndexedFileIndex implements FileIndex {
       // Every file the lake holds now: a catalog table keeps its relation, and with it the listing
       // an earlier query used, which would miss files added since and name files removed.
       if (listingUsed) {
-        lake.refresh();
+        refreshListing();
         listed = lake.listFiles(partitionFilters, dataFilters);
       }
       listingUsed = true;
@@ -71,7 +75,7 @@ final class IndexedFileIndex implements FileIndex {
     // was created. A candidate it does not hold means the lake changed since (an optimize or an
     // overwrite may have replaced every file): list again rather than read a stale subset.
     if (!keep.isEmpty() && !relative(lake.listFiles(emptyFilters(), emptyFilters()), root).containsAll(keep)) {
-      lake.refresh();
+      refreshListing();
       listed = lake.listFiles(partitionFilters, dataFilters);
     }
     List<PartitionDirectory> kept = new ArrayList<>();
@@ -88,6 +92,29 @@ final class IndexedFileIndex implements FileIndex {
       }
     }
     return CollectionConverters.asScala(kept).toList();
+  }
+
+  /**
+   * Fails the query when the listing now types the partition columns otherwise than the relation
+   * does (a directory {@code p=2.5} beside {@code p=1}): its values would be read as the old types,
+   * wrong or failing, where a DataFrame made now reads them right.
+   */
+  /** Spark's listing of the lake made again, its partition columns checked before any filter is. */
+  private void refreshListing() {
+    lake.refresh();
+    checkPartitions();
+  }
+
+  private void checkPartitions() {
+    StructType now = lake.partitionSchema();
+    if (!now.simpleString().equals(partitions.simpleString())) {
+      throw new IllegalArgumentException(
+          "lakeseek: the lake's partition columns are "
+              + now.simpleString()
+              + " now, "
+              + partitions.simpleString()
+              + " when this DataFrame (or table) was made: read the lake again (or REFRESH TABLE)");
+    }
   }
 
   private static Seq<Expression> emptyFilters() {
