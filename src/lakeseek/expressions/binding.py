@@ -86,7 +86,8 @@ def compare(op: str, field: pa.Field, literal: Literal, *, within: pa.DataType |
     """
     column_type = value_type(field.type)
     if within is not None and literal.kind == "string":  # cast to the list's type, as Spark casts it
-        value, literal_type = _string_literal(literal.value, within, field.name, cast_string), within
+        value = _string_literal(literal.value, within, field.name, column_type, cast_string)
+        literal_type = within
     else:
         value, literal_type = typed_literal(literal, within or column_type, field.name)
     if within is None and literal.kind == "int" and literal.type is None and pa.types.is_decimal(column_type):
@@ -214,7 +215,7 @@ def typed_literal(literal: Literal, column_type: pa.DataType, column: str) -> tu
     if kind == "hex":
         return value, pa.binary()
     if kind == "string":
-        return _string_literal(value, column_type, column, string_as)
+        return _string_literal(value, column_type, column, column_type, string_as)
     if kind == "date":
         return parse_date(value), pa.date32()
     if kind in ("timestamp", "timestamp_ntz"):
@@ -234,11 +235,11 @@ def typed_literal(literal: Literal, column_type: pa.DataType, column: str) -> tu
     raise _mismatch(literal, column_type, column)
 
 
-def _string_literal(text: str, target: pa.DataType, column: str, convert):
+def _string_literal(text: str, target: pa.DataType, column: str, column_type: pa.DataType, convert):
     try:
         return convert(text, target)
     except PredicateTypeError as error:
-        raise PredicateTypeError(f"column '{column}': {error}") from None
+        raise PredicateTypeError(f"column '{column}' is {column_type}; {error}") from None
 
 
 def _mismatch(literal: Literal, column_type: pa.DataType, column: str) -> PredicateTypeError:
