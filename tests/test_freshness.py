@@ -263,7 +263,8 @@ def test_a_file_replaced_between_the_listing_and_its_read_is_no_torn_answer(tmp_
 
     asks = {
         "read": lambda index: sorted(index.read("k = 7").column("k").to_pylist()),
-        "locate": lambda index: sorted(pair["file"].rsplit("/", 1)[-1] for pair in index.locate([7]).to_pylist()),
+        # Keys given as a generator: a run again must see them too (it located none).
+        "locate": lambda index: sorted(pair["file"].rsplit("/", 1)[-1] for pair in index.locate(iter([7])).to_pylist()),
         "open_indexes": lambda index: sorted(lakeseek.open_indexes(str(lake)).read("k = 7").column("k").to_pylist()),
     }
     whole = {"read": [7, 7], "locate": ["x.parquet", "y.parquet"], "open_indexes": [7, 7]}
@@ -274,3 +275,19 @@ def test_a_file_replaced_between_the_listing_and_its_read_is_no_torn_answer(tmp_
         with pytest.raises(lakeseek.DataFileChangedError, match="changed while the query read it: run it again"):
             ask(lakeseek.open_index(str(lake)))
         monkeypatch.undo()
+
+
+def test_a_listing_kept_once_reads_a_file_replaced_since_as_it_is_now(tmp_path):
+    """With ``lake_listing="once"`` the lake is the first listing, as a Spark DataFrame's file
+    index: a file replaced since is read as it is now, as before the check of stamps after a
+    read, which made every later read of it fail, each run again reusing the listing."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    pq.write_table(pa.table({"k": pa.array([5, 6], pa.int64())}), lake / "x.parquet")
+    lakeseek.create_index(str(lake), ["k"], engine="local")
+    index = lakeseek.open_index(str(lake), lake_listing="once")
+    assert index.read("k = 5").num_rows == 1
+    pq.write_table(pa.table({"k": pa.array([5, 5, 7], pa.int64())}), lake / "next.parquet")
+    os.replace(lake / "next.parquet", lake / "x.parquet")
+    for _ in range(2):
+        assert index.read("k = 5").num_rows == 2  # x as it is now: two rows of 5

@@ -161,7 +161,11 @@ def test_a_lookup_on_s3_reads_the_index_in_three_gets_and_makes_no_head(s3_serve
     requests = s3_server.requests()[before:]
     assert ids(rows) == [5] and len(files) == 1
     data_gets = [r for r in requests if r[0] == "GET" and r[1].split("?")[0].endswith(".parquet")]
-    assert data_gets and not [r for r in requests if r[0] == "HEAD"], requests  # data files opened by size
+    heads = [r for r in requests if r[0] == "HEAD"]
+    # Data files opened by size (no HEAD first); after the read, one HEAD per file read checks
+    # that it is still the file listed (docs/freshness.md).
+    assert data_gets and len(heads) == len({r[1].split("?")[0] for r in data_gets}), requests
+    assert requests.index(heads[0]) > requests.index(data_gets[0]), requests
 
 
 @pytest.mark.parametrize("scheme", ["s3", "az"])

@@ -40,7 +40,7 @@ from lakeseek.expressions.sql import parse_where
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import DELETED, UNREADABLE, LineageSet, Root
 from lakeseek.format.values import KeyValue, key_type_for
-from lakeseek.io import counting
+from lakeseek.io import Stamp, counting
 from lakeseek.kinds import DEFAULT_KIND, kind_named
 from lakeseek.kinds.base import ROW_FILE, KindReader
 from lakeseek.kinds.sorted_index.content import SortedIndex
@@ -406,7 +406,6 @@ class Index:
             f"only the {len(state.unindexed):,} files it does not cover are opened"
         )
 
-    @again_when_files_change
     def locate(self, keys: Iterable[KeyValue] | pa.Array, column: str | None = None) -> pa.Table:
         """Every ``(key, file)`` pair where ``file`` holds a row whose ``column`` is ``key``.
 
@@ -416,13 +415,18 @@ class Index:
         says where in the file (NULL for files the index does not cover, read whole).
         NULL keys are ignored.
         """
+        # Kept: a run again (a file changed under the read, a damaged index) reads them again.
+        return self._locate(keys if isinstance(keys, pa.Array) else list(keys), column)
+
+    @again_when_files_change
+    def _locate(self, keys: list[KeyValue] | pa.Array, column: str | None) -> pa.Table:
         state = self.lake_state()
         name = self.locate_column(column, state)
         column_type = value_type(self.schema_of(state).field(name).type)
         served = self.root.is_active and self.serves(name, state)
         # Stamps checked after the read: of the files the index does not cover, or (a scan) of every file.
         read = {path: state.files[path] for path in (state.files if not served else state.unindexed)}
-        with reading_data_files(self.lake, list(state.files), read):
+        with reading_data_files(self.lake, list(state.files), self._checked(read)):
             found = None
             if served:
                 field = pa.field(name, column_type)
@@ -432,7 +436,7 @@ class Index:
                 except IndexCorruptError as error:
                     self._unusable(error)
             if found is None:
-                read.update(state.files)
+                read.update(state.files)  # (the dict checked when the read ends)
                 found = self._scan_keys(state, name, keys, column_type, served)
         paths = pc.binary_join_element_wise(self.lake.shown_root + "/", found.column(FILE), "")
         return found.set_column(found.schema.get_field_index(FILE), FILE, paths)
@@ -480,6 +484,12 @@ class Index:
         return lambda paths: self.lake.dataset(paths, schema, partitions, stamps={p: files[p] for p in paths})
 
     # -- state ------------------------------------------------------------------------------
+    def _checked(self, stamps: dict[str, Stamp]) -> dict[str, Stamp] | None:
+        """The stamps a read checks when it ends (LakeSource.check_unchanged): with the lake
+        listed per query; a listing kept a while (or once) is the lake as it was then, and a
+        file rewritten since is read as it is now, as a Spark DataFrame's file index reads it."""
+        return stamps if self.lake_listing == "per_query" else None
+
     def lake_state(self) -> LakeState:
         """The lake now compared with what the index covers."""
         if self.lake_listing == "once":
@@ -573,7 +583,7 @@ class Index:
         stamps = state.files
         self.storage.count_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
         known = {path: stamps[path] for path in files if path in stamps}
-        with reading_data_files(self.lake, files, known):  # a damaged, vanished or replaced file, named
+        with reading_data_files(self.lake, files, self._checked(known)):  # a damaged, vanished or replaced file
             dataset = self.lake.dataset(files, schema, self.root.partition_columns, row_groups, stamps=known)
             return read_matching(dataset, selected, predicate, schema)
 

@@ -104,6 +104,14 @@ class LocalStorage(Storage):
                     pending.append((f"{prefix}{name}/", ancestors | {(info.st_dev, info.st_ino)}))
         return found
 
+    def stamp(self, path: str) -> Stamp | None:
+        self._count(IOStats.add_head)
+        try:
+            info = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return Stamp(info.st_size, info.st_mtime_ns, local_version(info)) if stat.S_ISREG(info.st_mode) else None
+
     def put_if_absent(self, path: str, data: bytes, owner: str = "") -> None:
         directory = parent(path)
         os.makedirs(directory, exist_ok=True)

@@ -99,6 +99,14 @@ class ObjectStorage(Storage):
             return False
         return True
 
+    def stamp(self, path: str) -> Stamp | None:
+        self._count(IOStats.add_head)
+        try:
+            found = obstore.head(self.store, self._key(path))
+        except FileNotFoundError:
+            return None
+        return Stamp(found["size"], _nanoseconds(found["last_modified"]), _etag(found))
+
     def list_files(self, directory: str, *, recursive: bool = True, start_after: str | None = None) -> list[FileStatus]:
         if recursive or start_after is not None:
             objects = list(self._objects(directory, start_after))
@@ -118,7 +126,7 @@ class ObjectStorage(Storage):
         (object stores list by prefix, not by directory), with each object's ETag as its version."""
         start = len(self._prefix(directory))
         listed = (
-            (o["path"][start:], Stamp(o["size"], _nanoseconds(o["last_modified"]), o.get("e_tag") or ""))
+            (o["path"][start:], Stamp(o["size"], _nanoseconds(o["last_modified"]), _etag(o)))
             for o in self._objects(directory)
         )
         return visible_files(listed, skip_dir, skip_file)
@@ -205,6 +213,12 @@ class ObjectStorage(Storage):
                 return
         for key in keys:
             _delete_present(self.store, key)
+
+
+def _etag(meta: Mapping) -> str:
+    """An object's ETag without the quotes HTTP puts around it: Azure's listings leave them out
+    and its HEAD answers keep them, and the two must give one stamp."""
+    return (meta.get("e_tag") or "").strip('"')
 
 
 def _delete_present(store: object, key: str) -> None:

@@ -211,6 +211,12 @@ class Storage:
         )
         return visible_files(listed, skip_dir, skip_file)
 
+    def stamp(self, path: str) -> Stamp | None:
+        """One file's stamp now, as :meth:`walk_files` gives it (None: no such file)."""
+        self._count(IOStats.add_head)
+        info = self.fs.get_file_info(path)
+        return Stamp(info.size, info.mtime_ns or 0, "") if info.type == pafs.FileType.File else None
+
     def list_dirs(self, directory: str) -> list[str]:
         """Names of the directories directly in ``directory``; an absent one lists as empty."""
         infos = self.fs.get_file_info(pafs.FileSelector(directory, recursive=False, allow_not_found=True))

@@ -53,6 +53,10 @@ def is_hidden(name: str, *, directory: bool = False) -> bool:
 _skip_directory = partial(is_hidden, directory=True)
 
 
+# Up to this many files read, their stamps are checked one by one after the read; more, by a listing.
+STAMPS_ASKED_ONE_BY_ONE = 16
+
+
 class DirectorySource(LakeSource):
     name = "directory"
     listed_by_spark = True
@@ -85,12 +89,15 @@ class DirectorySource(LakeSource):
 
     def check_unchanged(self, stamps: Mapping[str, Stamp]) -> None:
         # A file's stamp changes with every write, and a rename over it is another inode (or
-        # object): the same stamp after the read means the rows read are those listed. A
-        # watched tree that has not changed is listed again without a system call per file.
+        # object): the same stamp after the read means the rows read are those listed. A few
+        # files are asked one by one (a needle's one: a stat, or a HEAD), more by a listing.
         if not stamps:
             return
-        listed = self.storage.walk_files(self.root, skip_dir=_skip_directory, skip_file=is_hidden)
-        changed = next((path for path, stamp in stamps.items() if listed.get(path) != stamp), None)
+        if len(stamps) <= STAMPS_ASKED_ONE_BY_ONE:
+            now = {path: self.storage.stamp(self.path(path)) for path in stamps}
+        else:
+            now = self.storage.walk_files(self.root, skip_dir=_skip_directory, skip_file=is_hidden)
+        changed = next((path for path, stamp in stamps.items() if now.get(path) != stamp), None)
         if changed is not None:
             raise DataFileChangedError(f"data file {self.shown(changed)} changed while the query read it: run it again")
 

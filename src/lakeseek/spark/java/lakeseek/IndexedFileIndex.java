@@ -94,17 +94,18 @@ final class IndexedFileIndex implements FileIndex {
     return CollectionConverters.asScala(kept).toList();
   }
 
-  /**
-   * Fails the query when the listing now types the partition columns otherwise than the relation
-   * does (a directory {@code p=2.5} beside {@code p=1}): its values would be read as the old types,
-   * wrong or failing, where a DataFrame made now reads them right.
-   */
   /** Spark's listing of the lake made again, its partition columns checked before any filter is. */
   private void refreshListing() {
     lake.refresh();
     checkPartitions();
   }
 
+  /**
+   * Fails the query when the listing now types the partition columns otherwise than the relation
+   * does (a directory {@code p=2.5} beside {@code p=1}): its values would be read as the old types,
+   * wrong or failing, where a DataFrame made now reads them right. (A catalog table's listing casts
+   * the values to the table's types itself, and Spark fails it first: INVALID_PARTITION_VALUE.)
+   */
   private void checkPartitions() {
     StructType now = lake.partitionSchema();
     if (!now.simpleString().equals(partitions.simpleString())) {
@@ -113,7 +114,7 @@ final class IndexedFileIndex implements FileIndex {
               + now.simpleString()
               + " now, "
               + partitions.simpleString()
-              + " when this DataFrame (or table) was made: read the lake again (or REFRESH TABLE)");
+              + " when this DataFrame (or view) was made: read the lake again");
     }
   }
 
