@@ -424,20 +424,18 @@ class Index:
         name = self.locate_column(column, state)
         column_type = value_type(self.schema_of(state).field(name).type)
         served = self.root.is_active and self.serves(name, state)
-        # Stamps checked after the read: of the files the index does not cover, or (a scan) of every file.
-        read = {path: state.files[path] for path in (state.files if not served else state.unindexed)}
+        read: dict[str, Stamp] = {}  # every data file opened, its stamp checked when the read ends
         with reading_data_files(self.lake, list(state.files), self._checked(read)):
             found = None
             if served:
                 field = pa.field(name, column_type)
                 wanted = exact_keys(keys, field, self.kind_reader.key_type(name, column_type))
                 try:
-                    found = locate_keys(self.kind_reader, state, name, wanted, self._opener(state))
+                    found = locate_keys(self.kind_reader, state, name, wanted, self._opener(state, read))
                 except IndexCorruptError as error:
                     self._unusable(error)
             if found is None:
-                read.update(state.files)  # (the dict checked when the read ends)
-                found = self._scan_keys(state, name, keys, column_type, served)
+                found = self._scan_keys(state, name, keys, column_type, served, read)
         paths = pc.binary_join_element_wise(self.lake.shown_root + "/", found.column(FILE), "")
         return found.set_column(found.schema.get_field_index(FILE), FILE, paths)
 
@@ -454,7 +452,13 @@ class Index:
         return name
 
     def _scan_keys(
-        self, state: LakeState, column: str, keys: Iterable[KeyValue] | pa.Array, column_type: pa.DataType, served: bool
+        self,
+        state: LakeState,
+        column: str,
+        keys: Iterable[KeyValue] | pa.Array,
+        column_type: pa.DataType,
+        served: bool,
+        opened: dict[str, Stamp],
     ) -> pa.Table:
         if served:
             key_type = self.kind_reader.key_type(column, column_type)
@@ -464,7 +468,7 @@ class Index:
             except LakeseekError:
                 key_type = column_type
         wanted = exact_keys(keys, pa.field(column, column_type), key_type)
-        return scan_keys(list(state.files), column, wanted, self._opener(state), self.kind_reader.row_groups)
+        return scan_keys(list(state.files), column, wanted, self._opener(state, opened), self.kind_reader.row_groups)
 
     def serves(self, column: str, state: LakeState) -> bool:
         """Whether the index of ``column`` answers for the lake in ``state``: not when files
@@ -477,11 +481,18 @@ class Index:
             return False
         return value_type(now.field(column).type).equals(value_type(recorded.field(column).type))
 
-    def _opener(self, state: LakeState) -> Callable[[list[str]], object]:
+    def _opener(self, state: LakeState, opened: dict[str, Stamp]) -> Callable[[list[str]], object]:
+        """Opens data files of the lake in ``state`` as datasets, noting each in ``opened`` with its stamp."""
         schema = self.schema_of(state)
         partitions = self.root.partition_columns
         files = state.files
-        return lambda paths: self.lake.dataset(paths, schema, partitions, stamps={p: files[p] for p in paths})
+
+        def dataset(paths: list[str]) -> object:
+            stamps = {path: files[path] for path in paths}
+            opened.update(stamps)
+            return self.lake.dataset(paths, schema, partitions, stamps=stamps)
+
+        return dataset
 
     # -- state ------------------------------------------------------------------------------
     def _checked(self, stamps: dict[str, Stamp]) -> dict[str, Stamp] | None:
