@@ -291,3 +291,80 @@ def test_a_listing_kept_once_reads_a_file_replaced_since_as_it_is_now(tmp_path):
     os.replace(lake / "next.parquet", lake / "x.parquet")
     for _ in range(2):
         assert index.read("k = 5").num_rows == 2  # x as it is now: two rows of 5
+
+
+def test_a_listing_the_tree_changed_under_holds_no_later_file_without_an_earlier_one(tmp_path, monkeypatch):
+    """A walk is no snapshot: a writer put `a` in a directory the walk had listed, then `b` in
+    one it had not, and the listing held `b` without `a` (rows of a later file without an
+    earlier one; found by a hunt with writers in two partition directories). A watched tree
+    the walk saw change is walked again."""
+    from lakeseek.io import local
+    from lakeseek.sources.directory import _skip_directory, is_hidden
+
+    lake = tmp_path / "lake"
+    for name in ("d=0", "d=1"):
+        (lake / name).mkdir(parents=True)
+        pq.write_table(pa.table({"k": [1]}), lake / name / "first.parquet")
+    scan = local._scan
+    listed: list[str] = []
+
+    def scan_and_write(directory: str, skipped):
+        yield from scan(directory, skipped)
+        listed.append(directory)
+        if directory.rstrip("/").rsplit("/", 1)[-1].startswith("d=") and len(listed) == 2:  # one of the two listed
+            written, later = ("d=0", "d=1") if directory.rstrip("/").endswith("d=0") else ("d=1", "d=0")
+            pq.write_table(pa.table({"k": [2]}), lake / written / "a.parquet")
+            pq.write_table(pa.table({"k": [3]}), lake / later / "b.parquet")
+
+    monkeypatch.setattr(local, "_scan", scan_and_write)
+    storage = local.LocalStorage()
+    found = storage.walk_files(str(lake), skip_dir=_skip_directory, skip_file=is_hidden)
+    names = {path.rsplit("/", 1)[-1] for path in found}
+    assert ("b.parquet" in names) <= ("a.parquet" in names), sorted(found)
+    assert {"a.parquet", "b.parquet"} <= names  # walked again: the tree as it is after the writer
+
+
+def test_a_listing_kept_once_is_made_again_when_a_file_of_it_is_gone(tmp_path):
+    """With ``lake_listing="once"``, a file of the kept listing removed since made every later
+    read fail ("run it again"), however often it ran again: the runs now list the lake anew."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    for name, keys in (("x", [5, 6]), ("y", [5, 7])):
+        pq.write_table(pa.table({"k": pa.array(keys, pa.int64())}), lake / f"{name}.parquet")
+    lakeseek.create_index(str(lake), ["k"], engine="local")
+    index = lakeseek.open_index(str(lake), lake_listing="once")
+    assert index.read("k = 5").num_rows == 2
+    os.remove(lake / "y.parquet")
+    for _ in range(2):
+        assert index.read("k = 5").num_rows == 1
+        assert [pair["file"].rsplit("/", 1)[-1] for pair in index.locate([5]).to_pylist()] == ["x.parquet"]
+
+
+def test_a_new_file_replaced_while_its_footer_is_read_runs_the_query_again(tmp_path, monkeypatch):
+    """A file new since indexing is read for its schema first: a writer replaced it by bytes
+    that are not Parquet yet, then by its next version, and the query failed with "cannot read
+    data file", where the file had only changed under the read (found by a hunt with writers)."""
+    import lakeseek.caches
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    pq.write_table(pa.table({"k": pa.array([5, 6], pa.int64())}), lake / "x.parquet")
+    lakeseek.create_index(str(lake), ["k"], engine="local")
+    pq.write_table(pa.table({"k": pa.array([5], pa.int64())}), lake / "y.parquet")
+    read_schemas = lakeseek.caches.file_schemas
+    calls = []
+
+    def replaced_under(source, paths, *args):
+        calls.append(paths)
+        if len(calls) > 1:
+            return read_schemas(source, paths, *args)
+        (lake / "part.tmp").write_bytes(b"not yet parquet")
+        os.replace(lake / "part.tmp", lake / "y.parquet")
+        try:
+            return read_schemas(source, paths, *args)
+        finally:
+            pq.write_table(pa.table({"k": pa.array([5, 5], pa.int64())}), lake / "part.tmp")
+            os.replace(lake / "part.tmp", lake / "y.parquet")
+
+    monkeypatch.setattr(lakeseek.caches, "file_schemas", replaced_under)
+    assert lakeseek.open_index(str(lake)).read("k = 5").column("k").to_pylist() == [5, 5, 5]

@@ -109,7 +109,8 @@ class IndexCache:
             known = {path: self._schemas.get(key) for path, key in keys.items()}
         missing = [path for path, schema in known.items() if schema is None]
         sizes = {path: state.files[path].size for path in missing}
-        for path, schema in zip(missing, file_schemas(source, missing, sizes), strict=True):
+        stamps = {path: state.files[path] for path in missing}
+        for path, schema in zip(missing, file_schemas(source, missing, sizes, stamps), strict=True):
             known[path] = schema
         with self._lock:
             for path in missing:

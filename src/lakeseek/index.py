@@ -501,6 +501,12 @@ class Index:
         file rewritten since is read as it is now, as a Spark DataFrame's file index reads it."""
         return stamps if self.lake_listing == "per_query" else None
 
+    def forget_listing(self) -> None:
+        """Drop the listing kept (``"once"`` or for a time): the next query lists the lake
+        again, as after a read found a file of it removed or changed (docs/freshness.md)."""
+        self._pinned = Once()
+        self._taken = None
+
     def lake_state(self) -> LakeState:
         """The lake now compared with what the index covers."""
         if self.lake_listing == "once":

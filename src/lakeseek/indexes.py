@@ -91,6 +91,10 @@ class IndexSet:
     def lake(self):
         return self.indexes[0].lake
 
+    def forget_listing(self) -> None:
+        for index in self.indexes:
+            index.forget_listing()
+
     def reload(self) -> IndexSet:
         return IndexSet([index.reload() for index in self.indexes])
 

@@ -55,10 +55,16 @@ class LocalStorage(Storage):
             if known is not _NEVER_LISTED and not known[0].changed() and _identity(directory) == known[2]:
                 return known[1]
             # Watched afresh from the first directory listed on: a change after a directory's
-            # watch is in place raises an event, one before it is in the listing.
-            watch = watch_tree(directory, key)
-            identity = _identity(directory)
-            found = self._walk(directory, skip_dir, skip_file, watch)
+            # watch is in place raises an event, one before it is in the listing. A walk is no
+            # snapshot: one the tree changed under may hold a file written after another it
+            # missed (in a directory listed before). It is walked again, up to WALKS times in
+            # all, until a walk saw no change (the last one's change lists the next query anew).
+            for walk in range(1, WALKS + 1):
+                watch = watch_tree(directory, key)
+                identity = _identity(directory)
+                found = self._walk(directory, skip_dir, skip_file, watch)
+                if watch is None or not watch.usable or found is None or walk == WALKS or not watch.changed():
+                    break
             if watch is None or not watch.usable:
                 if watch is not None:
                     watch.close()
@@ -128,6 +134,7 @@ class LocalStorage(Storage):
         self._count(IOStats.add_write, len(data))
 
 
+WALKS = 3
 _NEVER_LISTED = object()
 _UNWATCHABLE = object()
 

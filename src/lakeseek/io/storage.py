@@ -212,10 +212,12 @@ class Storage:
         return visible_files(listed, skip_dir, skip_file)
 
     def stamp(self, path: str) -> Stamp | None:
-        """One file's stamp now, as :meth:`walk_files` gives it (None: no such file)."""
-        self._count(IOStats.add_head)
-        info = self.fs.get_file_info(path)
-        return Stamp(info.size, info.mtime_ns or 0, "") if info.type == pafs.FileType.File else None
+        """One file's stamp now, as :meth:`walk_files` gives it (None: no such file). This
+        implementation asks :meth:`walk_files` for the file's directory, so that a backend's
+        own version tokens hold; a backend may answer for one file more cheaply."""
+        directory, _, name = path.rpartition("/")
+        found = self.walk_files(directory, skip_dir=lambda _: True, skip_file=lambda other: other != name)
+        return found.get(name)
 
     def list_dirs(self, directory: str) -> list[str]:
         """Names of the directories directly in ``directory``; an absent one lists as empty."""

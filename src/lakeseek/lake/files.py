@@ -307,11 +307,17 @@ def file_schema(source: LakeSource, path: str, size: int | None = None) -> pa.Sc
     return plain_schema(open_data_file(source, path, size).schema)
 
 
-def file_schemas(source: LakeSource, paths: Sequence[str], sizes: Mapping[str, int] | None = None) -> list[pa.Schema]:
+def file_schemas(
+    source: LakeSource,
+    paths: Sequence[str],
+    sizes: Mapping[str, int] | None = None,
+    stamps: Mapping[str, Stamp] | None = None,
+) -> list[pa.Schema]:
     """The schemas of ``paths`` (footers read in parallel); a damaged or vanished file is a
-    DataFileError naming it."""
+    DataFileError naming it (with the listing's ``stamps``, a DataFileChangedError when the
+    file changed since: see :func:`reading_data_files`)."""
     known = sizes or {}
-    with reading_data_files(source, paths):
+    with reading_data_files(source, paths, stamps):
         if len(paths) <= 1:
             return [file_schema(source, path, known.get(path)) for path in paths]
         with ThreadPoolExecutor(min(16, len(paths))) as pool:
@@ -373,18 +379,20 @@ READ_ATTEMPTS = 3
 
 
 def again_when_files_change(read: Callable[..., T]) -> Callable[..., T]:
-    """``read``, run again (up to READ_ATTEMPTS runs) when a data file changed or vanished while
-    it read: each run takes the lake's files anew, so a lake under a writer is answered as it
-    was at one moment rather than refused."""
+    """``read``, a method of a reader of the lake (with ``forget_listing``), run again (up to
+    READ_ATTEMPTS runs) when a data file changed or vanished while it read: each run takes the
+    lake's files anew, so a lake under a writer is answered as it was at one moment rather than
+    refused."""
 
     @functools.wraps(read)
-    def run(*args: Any, **kwargs: Any) -> T:
+    def run(reader: Any, *args: Any, **kwargs: Any) -> T:
         for attempt in range(1, READ_ATTEMPTS + 1):
             try:
-                return read(*args, **kwargs)
+                return read(reader, *args, **kwargs)
             except DataFileChangedError:
                 if attempt == READ_ATTEMPTS:
                     raise
+                reader.forget_listing()  # a listing kept once (or a while) cannot be read any more
         raise AssertionError("unreachable")
 
     return run
