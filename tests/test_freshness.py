@@ -368,3 +368,27 @@ def test_a_new_file_replaced_while_its_footer_is_read_runs_the_query_again(tmp_p
 
     monkeypatch.setattr(lakeseek.caches, "file_schemas", replaced_under)
     assert lakeseek.open_index(str(lake)).read("k = 5").column("k").to_pylist() == [5, 5, 5]
+
+
+def test_a_tree_that_changes_under_every_walk_is_an_error_to_run_again(tmp_path, monkeypatch):
+    """Walked again and again while a writer never stops, a listing would still be torn: after
+    three walks the listing is an error, never a listing of no moment."""
+    from lakeseek.io import local
+    from lakeseek.sources.directory import _skip_directory, is_hidden
+
+    lake = tmp_path / "lake"
+    (lake / "d=0").mkdir(parents=True)
+    pq.write_table(pa.table({"k": [1]}), lake / "d=0" / "first.parquet")
+    scan = local._scan
+    written = []
+
+    def scan_and_write(directory: str, skipped):
+        yield from scan(directory, skipped)
+        if directory.rstrip("/").endswith("d=0"):
+            written.append(1)
+            pq.write_table(pa.table({"k": [2]}), lake / "d=0" / f"more-{len(written)}.parquet")
+
+    monkeypatch.setattr(local, "_scan", scan_and_write)
+    with pytest.raises(lakeseek.DataFileChangedError, match="changed while it was listed, 3 times"):
+        local.LocalStorage().walk_files(str(lake), skip_dir=_skip_directory, skip_file=is_hidden)
+    assert len(written) == local.WALKS

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import pyarrow.fs as pafs
 
+from lakeseek.exceptions import DataFileChangedError
 from lakeseek.io.storage import IOStats, Stamp, Storage, parent
 from lakeseek.io.watch import TreeWatch, watch_tree
 
@@ -58,13 +59,19 @@ class LocalStorage(Storage):
             # watch is in place raises an event, one before it is in the listing. A walk is no
             # snapshot: one the tree changed under may hold a file written after another it
             # missed (in a directory listed before). It is walked again, up to WALKS times in
-            # all, until a walk saw no change (the last one's change lists the next query anew).
+            # all, until a walk saw no change; a tree that changes under every walk is an error.
             for walk in range(1, WALKS + 1):
                 watch = watch_tree(directory, key)
                 identity = _identity(directory)
                 found = self._walk(directory, skip_dir, skip_file, watch)
-                if watch is None or not watch.usable or found is None or walk == WALKS or not watch.changed():
+                if watch is None or not watch.usable or found is None or not watch.changed():
                     break
+                watch.close()
+                if walk == WALKS:
+                    self._listings.pop(key, None)
+                    raise DataFileChangedError(
+                        f"{directory} changed while it was listed, {WALKS} times: run it again when it changes less"
+                    )
             if watch is None or not watch.usable:
                 if watch is not None:
                     watch.close()
