@@ -278,3 +278,12 @@ def test_a_string_key_that_is_no_utf8_text_is_refused_in_one_line(typed_lake):
     for keys in (["\ud800"], ["alice", "x\udcff"]):
         with pytest.raises(lakeseek.PredicateTypeError, match="not valid UTF-8 text"):
             index.locate(keys, column="name")
+
+
+@pytest.mark.spark
+def test_locate_spark_of_keys_spark_does_not_compare_is_a_one_line_error(keyed_lake, spark):
+    """Timestamps against a bigint column: Spark's AnalysisException named lakeseek's own
+    internal column; now a PredicateTypeError names both types."""
+    frame = spark.createDataFrame([(dt.datetime(2024, 1, 1),)], "k timestamp_ntz")
+    with pytest.raises(lakeseek.PredicateTypeError, match="keys of type timestamp_ntz cannot be compared with"):
+        locate_spark(lakeseek.open_index(keyed_lake), frame, "i64")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakeseek.exceptions import LakeseekError, UnsupportedLakeError
+from lakeseek.exceptions import LakeseekError, PredicateTypeError, UnsupportedLakeError
 from lakeseek.expressions.binding import resolve_column
 from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.io.hadoop import literal_path
@@ -271,11 +271,20 @@ def _matching(values: DataFrame, keys: DataFrame) -> DataFrame:
     compares the column with the key (a string cast to the column's family, so ``' 5'`` is 5; a
     double the column is cast to, so a double beyond 2**53 equals every bigint rounding to it;
     numbers widened to a common type, so a bigint beyond an int column's range equals none)."""
-    if keys.schema[KEY].dataType == values.schema[KEY].dataType:
+    from pyspark.errors import AnalysisException
+
+    key_type, value_type = keys.schema[KEY].dataType, values.schema[KEY].dataType
+    if key_type == value_type:
         return values.join(keys, KEY)
     other = keys.withColumnRenamed(KEY, _OTHER_KEY)
-    # distinct: several keys equal one value ('5' and ' 5' are 5).
-    return values.join(other, values[KEY] == other[_OTHER_KEY]).drop(_OTHER_KEY).distinct()
+    try:
+        # distinct: several keys equal one value ('5' and ' 5' are 5).
+        return values.join(other, values[KEY] == other[_OTHER_KEY]).drop(_OTHER_KEY).distinct()
+    except AnalysisException as error:  # Spark does not compare the two types (a timestamp with a bigint)
+        raise PredicateTypeError(
+            f"keys of type {key_type.simpleString()} cannot be compared with the column's "
+            f"{value_type.simpleString()} values (Spark: {error.getCondition()})"
+        ) from None
 
 
 _OTHER_KEY = "_lakeseek_key"
