@@ -288,7 +288,10 @@ def test_damaged_file_is_an_error_naming_it(spark, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("lakeseek: error: ") and "p=2/junk.parquet" in lines[0], lines
 
 
-def test_file_removed_during_a_query_is_an_error_naming_it(spark, tmp_path):
+def test_file_removed_from_a_kept_listing_is_listed_again_or_named(spark, tmp_path, monkeypatch):
+    """A file of the listing a handle keeps, removed since: the read lists the lake again and
+    answers it as it is (it failed for good before); removed under every run again, the error
+    is one line naming it."""
     root = str(tmp_path / "lake")
     _small_lake(root)
     lakeseek.create_index(root, ["id"], spark=spark)
@@ -296,7 +299,28 @@ def test_file_removed_during_a_query_is_an_error_naming_it(spark, tmp_path):
     assert len(index.files("TRUE")) == 2  # the listing this index keeps
     os.remove(f"{root}/p=2/part-0.parquet")
     for query in (index.read, index.scan):
-        with pytest.raises(lakeseek.LakeseekError) as raised:
+        assert sorted(query("TRUE").column("id").to_pylist()) == [1, 2]
+    _write(f"{root}/p=2/part-0.parquet", pa.table({"id": [3, 4], "s": ["c", "d"]}))
+    index = lakeseek.open_index(root)
+    read_by_path = type(index.lake).dataset
+
+    def removed_first(self, paths, *args, **kwargs):
+        found = read_by_path(self, paths, *args, **kwargs)
+        victim = f"{root}/p=2/part-0.parquet"
+        if os.path.exists(victim):  # gone before each read, back before the next listing
+            os.replace(victim, f"{root}/p=2/.kept")
+        return found
+
+    def listed_again(self, *args, **kwargs):
+        if os.path.exists(f"{root}/p=2/.kept"):
+            os.replace(f"{root}/p=2/.kept", f"{root}/p=2/part-0.parquet")
+        return snapshot(self, *args, **kwargs)
+
+    snapshot = type(index.lake).snapshot
+    monkeypatch.setattr(type(index.lake), "dataset", removed_first)
+    monkeypatch.setattr(type(index.lake), "snapshot", listed_again)
+    for query in (index.read, index.scan):
+        with pytest.raises(lakeseek.DataFileChangedError) as raised:
             query("TRUE")
         _one_line_error_naming(raised.value, "p=2/part-0.parquet")
 
