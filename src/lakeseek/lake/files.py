@@ -386,14 +386,12 @@ def again_when_files_change(read: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(read)
     def run(reader: Any, *args: Any, **kwargs: Any) -> T:
-        for attempt in range(1, READ_ATTEMPTS + 1):
+        for _ in range(READ_ATTEMPTS - 1):
             try:
                 return read(reader, *args, **kwargs)
             except DataFileChangedError:
-                if attempt == READ_ATTEMPTS:
-                    raise
                 reader.forget_listing()  # a listing kept once (or a while) cannot be read any more
-        raise AssertionError("unreachable")
+        return read(reader, *args, **kwargs)
 
     return run
 
