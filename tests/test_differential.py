@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import math
 import os
+import re
 import urllib.request
 from decimal import Context, Decimal
 
@@ -176,6 +177,7 @@ def _integer_literals(value: int) -> st.SearchStrategy[str]:
             f"{value}E0",
             f"{value}.5E0",
             f"'{value}'",
+            f'"{value}"',
             f"{value}BD",
             f"CAST({value} AS BIGINT)",
             f"CAST({value}.7 AS BIGINT)",  # the fraction dropped
@@ -204,7 +206,9 @@ def _number_literals(value: object) -> st.SearchStrategy[str]:
         rounded = exact.subtract(value, half) if value > 0 else exact.add(value, half) if value < 0 else half - half / 5
         scale = -value.as_tuple().exponent
         cast = f"CAST({rounded} AS DECIMAL(38, {scale}))"
-        return st.sampled_from([text, f"{text}0", f"{text}1", f"{text}E0", f"'{text}'", f"{text}BD", f"{text}D", cast])
+        return st.sampled_from(
+            [text, f"{text}0", f"{text}1", f"{text}E0", f"'{text}'", f'"{text}"', f"{text}BD", f"{text}D", cast]
+        )
     return _integer_literals(value)
 
 
@@ -216,11 +220,13 @@ def _temporal_literals(value: object) -> st.SearchStrategy[str]:
         return st.sampled_from(
             [
                 f"TIMESTAMP '{text}'",
+                f'TIMESTAMP "{text}"',
                 f"TIMESTAMP '{finer}'",
                 f"TIMESTAMP '{moment.isoformat(sep=' ', timespec='milliseconds')}1'",
                 f"TIMESTAMP_NTZ '{text}'",
                 f"'{text}'",
                 f"'{text}-05:00'",
+                f'"{text}-05:00"',
                 f"'{moment.date().isoformat()}'",
                 f"DATE '{moment.date().isoformat()}'",
             ]
@@ -230,6 +236,7 @@ def _temporal_literals(value: object) -> st.SearchStrategy[str]:
         [
             f"DATE '{day}'",
             f"'{day}'",
+            f'"{day}"',
             f"'{day} 10:00'",
             f"TIMESTAMP '{day} 00:00:00'",
             f"TIMESTAMP '{day} 12:00:00'",
@@ -238,13 +245,14 @@ def _temporal_literals(value: object) -> st.SearchStrategy[str]:
     )
 
 
-def _quoted(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+def _quoted(text: str) -> st.SearchStrategy[str]:
+    """``text`` as a string literal in either of Spark's quotes, a quote inside doubled."""
+    return st.sampled_from(["'", '"']).map(lambda quote: quote + text.replace(quote, quote * 2) + quote)
 
 
 def _literal(name: str, *, strings: bool = True) -> st.SearchStrategy[str]:
     literals = _any_literal(name)
-    return literals if strings else literals.filter(lambda text: not text.startswith("'"))
+    return literals if strings else literals.filter(lambda text: not text.startswith(("'", '"')))
 
 
 def _any_literal(name: str) -> st.SearchStrategy[str]:
@@ -255,10 +263,12 @@ def _any_literal(name: str) -> st.SearchStrategy[str]:
     if pa.types.is_temporal(t):
         return st.sampled_from(values).flatmap(_temporal_literals)
     if pa.types.is_string(t):
-        return st.sampled_from(values).map(_quoted)
+        return st.sampled_from(values).flatmap(_quoted)
     if pa.types.is_binary(t):
         return st.sampled_from(values).flatmap(
-            lambda v: st.sampled_from([f"X'{v.hex()}'"] + ([_quoted(v.decode())] if v.isascii() else []))
+            lambda v: st.one_of(
+                st.sampled_from([f"X'{v.hex()}'", f'X"{v.hex()}"']), *([_quoted(v.decode())] if v.isascii() else [])
+            )
         )
     return st.sampled_from(["TRUE", "FALSE"])
 
@@ -294,7 +304,8 @@ def _comparison(name: str) -> st.SearchStrategy[str]:
         operators = st.sampled_from(["=", "<>", "<", "<=", ">", ">=", "<=>", "IS DISTINCT FROM"])
         choices.append(st.tuples(operators, others).map(lambda p: f"{name} {p[0]} {p[1]}"))
     if pa.types.is_string(TYPES[name]):
-        choices.append(st.sampled_from(_LIKE_PATTERNS).map(lambda p: f"{name} LIKE '{p}'"))
+        patterns = st.sampled_from(_LIKE_PATTERNS).map(lambda p: p.replace("''", "'")).flatmap(_quoted)
+        choices.append(patterns.map(lambda p: f"{name} LIKE {p}"))
     if pa.types.is_boolean(TYPES[name]):
         choices += [st.just(name), st.just(f"NOT {name}"), st.just(f"{name} IS TRUE")]
     return st.one_of(choices)
@@ -315,8 +326,10 @@ predicates = st.recursive(
 # -- the comparison ------------------------------------------------------------------------------
 def _spark_truth(spark, wheres: list[str]) -> list[set[int] | Exception]:
     """Per predicate, the ids of the rows where Spark finds it TRUE (or Spark's error)."""
-    # lakeseek's quoting (standard SQL) re-written in Spark's (backslash escapes).
-    wheres = [to_spark_sql(where) for where in wheres]
+    # Spark reads the text as written unless it holds a backslash or a doubled quote, where
+    # lakeseek's quoting (standard SQL) differs from Spark's (backslash escapes): then it reads
+    # lakeseek's rendering in Spark's quoting.
+    wheres = [to_spark_sql(where) if re.search(r"\\|''|\"\"", where) else where for where in wheres]
     columns = ", ".join(f"({where}) AS p{n}" for n, where in enumerate(wheres))
     # Parquet filter pushdown makes Spark drop NaN rows of `f = NaN` (parquet-mr's statistics
     # order NaN wrongly): the oracle is Spark's SQL semantics, evaluated on every row.

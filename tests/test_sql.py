@@ -28,6 +28,7 @@ from lakeseek.expressions.sql import parse_where, to_spark_sql
         ('name = "a\\b"', Comparison("=", "name", Literal("string", "a\\b"))),  # no escapes, as in single quotes
         ("name = 'a\"\"b'", Comparison("=", "name", Literal("string", 'a""b'))),
         ("b = X'00ff'", Comparison("=", "b", Literal("hex", b"\x00\xff"))),
+        ('b = x"00FF"', Comparison("=", "b", Literal("hex", b"\x00\xff"))),  # Spark's other quote: it was refused
         ("d = DATE '2024-01-02'", Comparison("=", "d", Literal("date", "2024-01-02"))),
         ("t = TIMESTAMP '2024-01-02 03:04:05'", Comparison("=", "t", Literal("timestamp", "2024-01-02 03:04:05"))),
         ("a IN (1, NULL)", In("a", (Literal("int", 1), Literal("null", None)))),

@@ -53,10 +53,12 @@ from lakeseek.expressions.types import (
 
 class LakeseekDialect(Spark):
     class Tokenizer(Spark.Tokenizer):
-        # Spark's two string quotes, each escaped by doubling it; only backquotes name columns.
+        # Spark's two string quotes (for bytes in hex too), each escaped by doubling it; only
+        # backquotes name columns.
         QUOTES = ["'", '"']  # noqa: RUF012 (sqlglot's own class attribute convention)
         STRING_ESCAPES = ["'", '"']  # noqa: RUF012
         IDENTIFIERS = ["`"]  # noqa: RUF012
+        HEX_STRINGS = [("X'", "'"), ("x'", "'"), ('X"', '"'), ('x"', '"')]  # noqa: RUF012
 
 
 _COMPARISONS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
