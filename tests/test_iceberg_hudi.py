@@ -118,6 +118,92 @@ def test_a_column_the_iceberg_table_dropped_is_not_the_lakes(iceberg):
             attempt()
 
 
+def test_renamed_and_re_added_nested_fields_are_refused(tmp_path):
+    """A struct's field renamed was read as NULL; dropped and added again, its old values came
+    back (Iceberg matches fields by id, nested ones too)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.types import StringType
+
+    catalog = SqlCatalog("test", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/warehouse")
+    catalog.create_namespace("ns")
+    nested = pa.struct([("inner", pa.string())])
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "st": pa.array([{"inner": "x"}, {"inner": "y"}], nested)})
+    for name, change, refusal in [
+        ("renamed", lambda update: update.rename_column("st.inner", "deep"), "renamed column 'st.inner' to 'st.deep'"),
+        ("readded", None, "dropped column 'st.inner' and added another"),
+    ]:
+        table = catalog.create_table(f"ns.{name}", schema=rows.schema)
+        table.append(rows)
+        location = table.location().removeprefix("file://")
+        lakeseek.create_index(location, ["id"], engine="local")
+        with table.update_schema() as update:
+            (change or (lambda update: update.delete_column("st.inner")))(update)
+        if change is None:
+            with catalog.load_table(f"ns.{name}").update_schema() as update:
+                update.add_column(("st", "inner"), StringType())
+        with pytest.raises(lakeseek.UnsupportedLakeError, match=re.escape(refusal)):
+            lakeseek.open_index(location).read("id = 1")
+
+
+def _forget_old_schemas(catalog, name: str) -> None:
+    """Expire every snapshot but the current one and remove the schemas none uses, as Java's
+    ``ExpireSnapshots.cleanExpiredMetadata(true)`` commits it (pyiceberg has no public call)."""
+    import datetime as dt
+
+    from pyiceberg.table.update import RemoveSchemasUpdate
+
+    catalog.load_table(name).maintenance.expire_snapshots().older_than(dt.datetime.now()).commit()
+    table = catalog.load_table(name)
+    unused = [
+        schema.schema_id for schema in table.metadata.schemas if schema.schema_id != table.metadata.current_schema_id
+    ]
+    with table.transaction() as transaction:
+        transaction._apply((RemoveSchemasUpdate(schema_ids=unused),))
+    assert len(catalog.load_table(name).metadata.schemas) == 1
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("change", ["rename", "drop and add again"])
+def test_a_column_changed_before_the_old_schemas_were_removed_is_refused_by_the_files_field_ids(
+    iceberg, spark, jvm_source, change
+):
+    """With the older schemas gone from the metadata, only the data files' field ids tell
+    that their 'name' is the table's 'label' now, or no column of the table: read by name,
+    a query for a renamed column's value found no row, and one for NULLs of a column added
+    again found none in older files (its index said they held values)."""
+    from pyiceberg.types import StringType
+
+    import lakeseek.spark
+
+    table = iceberg.load_table("ns.events")
+    location = table.location().removeprefix("file://")
+    lakeseek.create_index(location, ["name"], engine="local", name="sorted")
+    lakeseek.create_index(location, ["id"], engine="local", name="covering", kind="covering", include=["name"])
+    new_name = "label" if change == "rename" else "name"
+    with table.update_schema() as update:
+        update.rename_column("name", "label") if change == "rename" else update.delete_column("name")
+    if change != "rename":
+        with iceberg.load_table("ns.events").update_schema() as update:
+            update.add_column("name", StringType())
+    iceberg.load_table("ns.events").append(_rows(500, 5).rename_columns(["id", new_name, "region"]))
+    _forget_old_schemas(iceberg, "ns.events")
+    refusal = "holds column 'name' \\(field id 2\\), and the table since "
+    attempts = {
+        "sorted": lambda: lakeseek.open_index(location, name="sorted").read(f"{new_name} IS NULL"),
+        "covering": lambda: lakeseek.open_index(location, name="covering").read("id = 12", columns=["id", new_name]),
+        "open_indexes": lambda: lakeseek.open_indexes(location).read(f"{new_name} = 'n-3'"),
+        "create": lambda: lakeseek.create_index(location, ["id", new_name], engine="local", name="after"),
+        "to_spark": lambda: lakeseek.spark.to_spark(lakeseek.open_index(location, name="covering"), spark, "id = 12"),
+    }
+    for name, attempt in attempts.items():
+        with pytest.raises(lakeseek.UnsupportedLakeError, match=refusal):
+            attempt()
+            pytest.fail(name)
+    if jvm_source:  # Spark's own Parquet scan, given the files by the index
+        with pytest.raises(Exception, match=refusal):
+            spark.read.format("lakeseek").option("name", "sorted").load(location).where("id = 12").collect()
+
+
 @pytest.fixture()
 def catalog_config(iceberg, tmp_path, monkeypatch):
     """The fixture's catalog in pyiceberg's own configuration, as ``test``."""

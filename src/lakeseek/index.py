@@ -46,7 +46,13 @@ from lakeseek.kinds.base import ROW_FILE, KindReader
 from lakeseek.kinds.sorted_index.content import SortedIndex
 from lakeseek.lake.files import again_when_files_change, reading_data_files
 from lakeseek.lake.rows import concat_rows
-from lakeseek.lake.schemas import current_partition_types, merge_schemas, spark_schema_json, with_partition_types
+from lakeseek.lake.schemas import (
+    column_ids,
+    current_partition_types,
+    merge_schemas,
+    spark_schema_json,
+    with_partition_types,
+)
 from lakeseek.lake.state import Changes, LakeState, compare
 from lakeseek.lake.statistics import file_statistics
 from lakeseek.layout import with_sample
@@ -474,12 +480,14 @@ class Index:
         """Whether the index of ``column`` answers for the lake in ``state``: not when files
         it does not cover gave the column another type (a wider integer, a partition value of
         another type) since it was indexed, until a refresh indexes them; nor when a table
-        dropped the column."""
+        dropped the column, nor when the column of that name is another one (a table that
+        matches columns by id dropped it and added another of its name)."""
         recorded = self.root.schema
         now = self.schema_of(state)
         if column not in recorded.names or column not in now.names:
             return False
-        return value_type(now.field(column).type).equals(value_type(recorded.field(column).type))
+        before, after = recorded.field(column), now.field(column)
+        return value_type(after.type).equals(value_type(before.type)) and column_ids(after) == column_ids(before)
 
     def _opener(self, state: LakeState, opened: dict[str, Stamp]) -> Callable[[list[str]], object]:
         """Opens data files of the lake in ``state`` as datasets, noting each in ``opened`` with its stamp."""

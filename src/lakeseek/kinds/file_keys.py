@@ -127,6 +127,7 @@ class FileKeyReader:
     ) -> dict[str, pa.Table]:
         """Per column, a table of its distinct keys (``key``), with ``row_group`` when asked, in
         the rows the lake keeps of the file (``stamp``: the lake's stamp of it)."""
+        self.source.check_columns([path], {path: stamp})
         file = open_data_file(self.source, path, stamp.size)
         # Each column under its own spelling, else the file's other spelling of it (lakeseek.lake.schemas),
         # matched among all the lake's columns as reads match them: a file's 'Name' is the lake's

@@ -312,16 +312,25 @@ def file_schemas(
     paths: Sequence[str],
     sizes: Mapping[str, int] | None = None,
     stamps: Mapping[str, Stamp] | None = None,
+    *,
+    plain: bool = True,
 ) -> list[pa.Schema]:
-    """The schemas of ``paths`` (footers read in parallel); a damaged or vanished file is a
-    DataFileError naming it (with the listing's ``stamps``, a DataFileChangedError when the
-    file changed since: see :func:`reading_data_files`)."""
+    """The schemas of ``paths`` (footers read in parallel), as lakeseek reads the files
+    (:func:`file_schema`), or with ``plain=False`` as they are written (with their fields'
+    metadata, Parquet's field ids); a damaged or vanished file is a DataFileError naming it
+    (with the listing's ``stamps``, a DataFileChangedError when the file changed since: see
+    :func:`reading_data_files`)."""
     known = sizes or {}
+
+    def read(path: str) -> pa.Schema:
+        size = known.get(path)
+        return file_schema(source, path, size) if plain else open_data_file(source, path, size).schema
+
     with reading_data_files(source, paths, stamps):
         if len(paths) <= 1:
-            return [file_schema(source, path, known.get(path)) for path in paths]
+            return [read(path) for path in paths]
         with ThreadPoolExecutor(min(16, len(paths))) as pool:
-            return list(pool.map(lambda path: file_schema(source, path, known.get(path)), paths))
+            return list(pool.map(read, paths))
 
 
 def distinct_schemas(

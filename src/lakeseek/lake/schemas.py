@@ -37,6 +37,9 @@ from lakeseek.exceptions import IncompatibleSchemaError, UnsupportedLakeError
 # Schema metadata: {column: [its other spellings in some files]}, for columns named differently
 # (in case only) by some files.
 SPELLINGS = b"lakeseek.spellings"
+# Field metadata: a column's id, where the lake matches its files' columns by id (an Iceberg
+# table's field ids): the same name with another id is another column.
+COLUMN_ID = b"PARQUET:field_id"
 MAX_DECIMAL_PRECISION = 38
 
 
@@ -46,6 +49,22 @@ _UNSIGNED = [pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
 _UNITS = ["s", "ms", "us", "ns"]
 _INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}  # Spark's DecimalType.forType: a LONG needs 20 digits
 _EXACT_IN_DOUBLE = (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16())
+
+
+def column_ids(field: pa.Field) -> tuple[bytes, ...]:
+    """The ids (:data:`COLUMN_ID`) of a column and of its nested fields; none where the lake
+    does not record them."""
+    found = [field.metadata[COLUMN_ID]] if field.metadata and COLUMN_ID in field.metadata else []
+    t = field.type
+    if pa.types.is_map(t):
+        children = [t.key_field, t.item_field]
+    elif pa.types.is_struct(t):
+        children = [t.field(i) for i in range(t.num_fields)]
+    else:
+        children = [t.value_field] if hasattr(t, "value_field") else []
+    for child in children:
+        found.extend(column_ids(child))
+    return tuple(found)
 
 
 def _range(t: pa.DataType) -> tuple[int, int]:

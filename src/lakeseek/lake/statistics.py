@@ -53,6 +53,7 @@ def file_statistics(
     """The statistics of ``columns`` (of ``schema``) in every file of ``files``, footers read
     in parallel; a damaged or vanished file is a DataFileError naming it."""
     paths = sorted(files)
+    source.check_columns(paths, files)
     stored = [c for c in columns if c not in partition_columns]
     partitions = pa.schema([schema.field(c) for c in partition_columns if c in schema.names])
 

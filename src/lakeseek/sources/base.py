@@ -229,6 +229,14 @@ class LakeSource(ABC):
         a file it lists: nothing to check."""
         return None
 
+    def check_columns(self, files: Sequence[str], stamps: Mapping[str, Stamp] | None = None) -> None:
+        """An error when a data file of ``files`` (with the lake's ``stamps`` of them) holds
+        a column the lake now calls by another name, or a column of one of the lake's names
+        that is not the lake's column (a table format that matches columns by id): lakeseek,
+        Spark's Parquet scan included, reads a file's columns by name. A lake whose columns
+        are its files' columns by name has nothing to check."""
+        return None
+
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The lake's schema when an index of ``files`` is created: by default every file's
         schema merged (:mod:`lakeseek.lake.schemas`), without partition columns."""
@@ -246,6 +254,7 @@ class LakeSource(ABC):
         """A pyarrow dataset over exactly ``files``, read with ``schema`` (see
         :func:`lakeseek.lake.files.open_files`): the lake's ``stamps`` of the files spare HEAD
         requests (their sizes) and say which rows the source deleted (:meth:`deleted_rows`)."""
+        self.check_columns(files, stamps)
         return open_files(self, files, schema, partition_columns, row_groups, time_zone=time_zone, stamps=stamps)
 
 

@@ -9,8 +9,10 @@ columns included, into its data files, so the lake has no partition columns of i
 
 Not read yet, and refused rather than read wrong: delete files (merge-on-read deletes), and
 columns renamed, or dropped and added again under their name, since files were written
-(Iceberg matches columns by id, Parquet readers by name). A dropped column is not one of the
-lake's, though older files hold it.
+(Iceberg matches columns by id, Parquet readers by name), nested fields included. The
+table's schemas say so while its metadata keeps them; once old schemas are removed
+(``remove-schemas``), the field ids in each data file read say so. A dropped column is not
+one of the lake's, though older files hold it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import pyarrow as pa
 from lakeseek.engine.runner import Runner
 from lakeseek.exceptions import LakeNotFoundError, LakeseekError, UnsupportedLakeError
 from lakeseek.io import Stamp, Storage, storage_for
-from lakeseek.lake.files import plain_schema
+from lakeseek.lake.files import file_schemas, plain_schema
 from lakeseek.lake.formats.base import ColumnStatistics
+from lakeseek.lake.schemas import COLUMN_ID
+from lakeseek.lru import LRU, named
 from lakeseek.sources.base import (
     LakeSchema,
     LakeSource,
@@ -74,6 +78,8 @@ class IcebergSource(LakeSource):
         # The snapshot's data files (their metrics) by path, and the table's columns by name.
         self._data_files: dict[str, object] | None = None
         self._fields: dict[str, object] = {}
+        # The current schema's columns, nested ones too, by field id: their names as ``a.b``.
+        self._names_by_id: dict[int, str] | None = None
 
     @property
     def uri(self) -> str:
@@ -132,11 +138,12 @@ class IcebergSource(LakeSource):
         metadata = self.version()
         with table_errors(self, *_LIBRARY_ERRORS):
             table = self._table(metadata)
-            self._refuse_renamed_columns(table)
+            names_by_id = self._refuse_renamed_columns(table)
             tasks = list(table.scan().plan_files())
         location = table.location().rstrip("/")
         files = {}
         self._fields = {field.name: field for field in table.schema().fields}
+        self._names_by_id = names_by_id
         self._data_files = {}
         for task in tasks:
             if task.delete_files:
@@ -187,23 +194,38 @@ class IcebergSource(LakeSource):
                 recorded[field.name] = ColumnStatistics(*bounds, nulls, data_file.record_count - nulls)
         return found
 
-    def _refuse_renamed_columns(self, table) -> None:
+    def _refuse_renamed_columns(self, table) -> dict[int, str]:
         """Iceberg matches a file's columns with the table's by id, lakeseek by name: a column
         renamed, or dropped and added again (a new id under an old name, NULL in older files),
-        would be read wrong, so the table is refused."""
-        current = {field.field_id: field.name for field in table.schema().fields}
-        ids = {name: field_id for field_id, name in current.items()}
+        nested fields included, would be read wrong, so the table is refused. The current
+        schema's names by field id are returned."""
+        schemas = table_library(self, "pyiceberg.schema", "an Apache Iceberg")
+        current = schemas.index_name_by_id(table.schema())
         for schema in table.metadata.schemas:
-            for field in schema.fields:
-                if field.field_id in current and current[field.field_id] != field.name:
+            for field_id, name in schemas.index_name_by_id(schema).items():
+                if (why := _misnamed(current, field_id, name)) is not None:
+                    raise UnsupportedLakeError(f"Iceberg table {self.shown_root} {why}")
+        return current
+
+    def check_columns(self, files: Sequence[str], stamps: Mapping[str, Stamp] | None = None) -> None:
+        """Each file's columns by the field ids its Parquet schema gives them (read once per
+        file and process: Iceberg never rewrites a file), against the table's: the table's
+        schemas tell a rename only while its metadata keeps the older ones."""
+        if not files:
+            return
+        if self._names_by_id is None:
+            self.snapshot()  # a process (a task) that has not planned the table yet
+        sizes = {path: stamp.size for path, stamp in (stamps or {}).items() if path in files}
+        keys = {path: (self.storage.uri(self.path(path)), sizes.get(path)) for path in files}
+        missing = [path for path in files if _FILE_FIELD_IDS.get(keys[path]) is None]
+        for path, schema in zip(missing, file_schemas(self, missing, sizes, stamps, plain=False), strict=True):
+            _FILE_FIELD_IDS.put(keys[path], _field_ids(schema))
+        for path in files:
+            for field_id, name in _FILE_FIELD_IDS.get(keys[path]).items():
+                if (why := _misnamed(self._names_by_id, field_id, name)) is not None:
                     raise UnsupportedLakeError(
-                        f"Iceberg table {self.shown_root} renamed column {field.name!r} to "
-                        f"{current[field.field_id]!r}: lakeseek reads columns by name and does not follow renames yet"
-                    )
-                if ids.get(field.name, field.field_id) != field.field_id:
-                    raise UnsupportedLakeError(
-                        f"Iceberg table {self.shown_root} dropped column {field.name!r} and added another of that "
-                        "name: lakeseek reads columns by name and cannot tell the two apart in older files yet"
+                        f"Iceberg table {self.shown_root}: data file {self.shown(path)} holds column {name!r} "
+                        f"(field id {field_id}), and the table since {why}"
                     )
 
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
@@ -212,9 +234,61 @@ class IcebergSource(LakeSource):
             return LakeSchema.of(_declared(self._table(metadata)))
 
 
+def _misnamed(current: Mapping[int, str], field_id: int, name: str) -> str | None:
+    """Why the column of ``field_id`` named ``name`` (in an older schema, or a data file) is
+    not the table's column of that name, given the table's names by field id now."""
+    now = current.get(field_id)
+    if now is not None and now != name:
+        return f"renamed column {name!r} to {now!r}: lakeseek reads columns by name and does not follow renames yet"
+    if now is None and name in current.values():
+        return (
+            f"dropped column {name!r} and added another of that name: lakeseek reads columns by name and "
+            "cannot tell the two apart in older files yet"
+        )
+    return None
+
+
+# Data files' columns by Parquet field id (see IcebergSource.check_columns), by URI and size.
+_FILE_FIELD_IDS: LRU[dict[int, str]] = named("Iceberg data files' field ids", 100_000)
+
+
+_LISTS = (pa.ListType, pa.LargeListType, pa.FixedSizeListType, pa.ListViewType, pa.LargeListViewType)
+
+
+def _field_ids(schema: pa.Schema) -> dict[int, str]:
+    """The Parquet field ids of a file's columns, nested ones too, with their names as
+    pyiceberg names them (``a.b``, ``a.element`` of a list, ``a.key`` and ``a.value`` of a map).
+    A file written without ids (added to the table from elsewhere) has none: read by name."""
+    found: dict[int, str] = {}
+
+    def visit(field: pa.Field, name: str) -> None:
+        field_id = (field.metadata or {}).get(COLUMN_ID)
+        if field_id is not None:
+            found[int(field_id)] = name
+        t = field.type
+        if pa.types.is_struct(t):
+            children = [(t.field(i), t.field(i).name) for i in range(t.num_fields)]
+        elif pa.types.is_map(t):
+            children = [(t.key_field, "key"), (t.item_field, "value")]
+        elif isinstance(t, _LISTS):
+            children = [(t.value_field, "element")]
+        else:
+            children = []
+        for child, part in children:
+            visit(child, f"{name}.{part}")
+
+    for field in schema:
+        visit(field, field.name)
+    return found
+
+
 def _declared(table) -> pa.Schema:
-    """The table's schema (its columns by name; Iceberg's field ids are not kept)."""
-    return plain_schema(table.schema().as_arrow())
+    """The table's schema, each column with its field ids (COLUMN_ID, nested ones too): an
+    index serves a column only while its ids are those it recorded."""
+    declared = table.schema().as_arrow()
+    plain = plain_schema(declared)
+    ids = [{COLUMN_ID: field.metadata[COLUMN_ID]} for field in declared]
+    return pa.schema([field.with_metadata(found) for field, found in zip(plain, ids, strict=True)])
 
 
 def _value(value: object, arrow_type: pa.DataType) -> object:

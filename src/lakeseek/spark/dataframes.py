@@ -191,6 +191,7 @@ def read_files(
     misread = lake.spark_misread_partitions(files)
     if misread is not None:
         raise UnsupportedLakeError(misread)
+    lake.check_columns(files, stamps)
     listing = reader.options(**lake.spark_listing_options)
 
     def spark_read(uris: list[str]) -> DataFrame:

@@ -205,12 +205,14 @@ class IndexPlanner:
             if lake.prunes_itself and (pushed := self._pushed(filters, lake.discover(snapshot, LocalRunner).schema)):
                 files = lake.prune(files, conjunction([found.bound for found in pushed]))
             _refuse_deleted_rows(lake, files, snapshot)
+            lake.check_columns(files, snapshot)
             return "\0".join(files)
         pushed = self._pushed(filters, index.schema)
         if not pushed and index.lake.listed_by_spark:
             return None
         plan = plan_scan(index, [found.predicate for found in pushed])
         _refuse_deleted_rows(index.lake, plan.files, index.lake_state().files)
+        index.lake.check_columns(plan.files, index.lake_state().files)
         misread = index.lake.spark_misread_partitions(plan.files)
         if misread is not None:
             raise LakeseekError(misread)
