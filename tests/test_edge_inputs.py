@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+import shutil
 from decimal import Decimal
 
 import pandas as pd
@@ -191,6 +192,38 @@ def test_partition_column_that_became_void(spark, tmp_path):
     lakeseek.create_index(root, ["x"], spark=spark)
     os.remove(f"{root}/p=a/part-0.parquet")
     _check_void_predicates(spark, lakeseek.open_index(root), spark.read.parquet(root))
+
+
+@pytest.mark.parametrize("mode", ["quick", "incremental"])
+@pytest.mark.parametrize(
+    ("before", "change", "where"),
+    [
+        # p=x leaves: Spark reads p as INT again ('007' is 7).
+        (["007", "x"], lambda root: shutil.rmtree(f"{root}/p=x"), "p = '7'"),
+        # A timestamp joins the dates: Spark reads p as TIMESTAMP.
+        (
+            ["2024-01-01", "2024-01-02"],
+            lambda root: _write(f"{root}/p=2024-01-02 03%3A04%3A05/part-0.parquet", pa.table({"x": [9]})),
+            "p >= TIMESTAMP '2024-01-02 00:00:01'",
+        ),
+    ],
+    ids=["a directory left", "a timestamp joined dates"],
+)
+def test_a_refresh_that_changes_the_partition_types_spark_infers_records_them(
+    spark, tmp_path, mode, before, change, where
+):
+    """A refresh that removed or recorded a directory kept the partition column's old type in
+    the root while its lineage changed; queries then took the recorded type for one the user
+    chose and read `p` as the string '007', or a timestamp as its date: rows went missing."""
+    root = str(tmp_path / "lake")
+    for number, value in enumerate(before):
+        _write(f"{root}/p={value}/part-0.parquet", pa.table({"x": [number, number + 10]}))
+    lakeseek.create_index(root, ["x"], engine="local")
+    change(root)
+    lakeseek.refresh_index(root, mode, engine="local")
+    index = lakeseek.open_index(root)
+    expected = spark.read.parquet(root).where(where)
+    assert sorted(index.read(where).column("x").to_pylist()) == sorted(row["x"] for row in expected.collect())
 
 
 # -- 3. timestamp partition values in the session time zone ----------------------------------------

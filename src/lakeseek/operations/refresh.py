@@ -140,6 +140,17 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
         if (schema, spark_schema) != (base.schema, base.spark_schema):
             actions.append(SetSchema(schema, spark_schema))
         requirements += change.requirements
+    if base.partition_columns and not any(isinstance(action, SetSchema) for action in actions):
+        # The files indexed or recorded after this refresh are the lake's now, and their
+        # partition values may type a column otherwise (a directory removed, or one recorded):
+        # queries take the root's types as those of the files it covers.
+        schema, spark_schema = schema_now(location, base, snapshot, [], runner)
+        retyped = [c for c in base.content.stored_columns if not same_type(base.schema, schema, c)]
+        if retyped and mode == "incremental":
+            logger.info("partition column(s) %s changed type: the index is rebuilt", ", ".join(retyped))
+            return _rebuild(op, base, snapshot, runner)
+        if not retyped and (schema, spark_schema) != (base.schema, base.spark_schema):
+            actions.append(SetSchema(schema, spark_schema))
     if tombstones:
         actions.append(RemoveFiles(tombstones))
     if snapshot.version != base.source_version:
