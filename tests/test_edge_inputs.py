@@ -226,6 +226,21 @@ def test_a_refresh_that_changes_the_partition_types_spark_infers_records_them(
     assert sorted(index.read(where).column("x").to_pylist()) == sorted(row["x"] for row in expected.collect())
 
 
+def test_names_that_are_not_utf8_are_left_out_as_spark_leaves_them(spark, tmp_path):
+    """A directory or file named in other bytes: Spark's listing leaves it out; lakeseek
+    raised a bare UnicodeEncodeError (the CLI blamed its arguments)."""
+    root = str(tmp_path / "lake")
+    _write(f"{root}/p=1/part-0.parquet", pa.table({"x": [1]}))
+    _write(f"{root}/p=2/part-0.parquet", pa.table({"x": [2]}))
+    os.rename(f"{root}/p=2/part-0.parquet", os.fsencode(root) + b"/p=2/part-\xfe.parquet")
+    _write(f"{root}/p=3/part-0.parquet", pa.table({"x": [3]}))
+    os.rename(f"{root}/p=3", os.fsencode(root) + b"/p=\xff")
+    index = lakeseek.create_index(root, ["x"], engine="local")
+    expected = spark.read.parquet(root)
+    assert [path.removeprefix("file://") for path in expected.inputFiles()] == index.files("x > 0")
+    assert index.read("x > 0").to_pylist() == [row.asDict() for row in expected.collect()]
+
+
 # -- 3. timestamp partition values in the session time zone ----------------------------------------
 @pytest.fixture(scope="module")
 def timestamp_lake(tmp_path_factory, spark):

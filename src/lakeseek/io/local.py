@@ -182,6 +182,15 @@ _SCAN_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
 _PREFIXES_ASKED = frozenset({".", "_"})
 
 
+def _utf8(name: str) -> bool:
+    """Whether a name read from the file system was UTF-8 (Python keeps other bytes as surrogates)."""
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _scan(directory: str, skipped: Callable[[str], bool]) -> Iterator[tuple[str, os.stat_result, bool]]:
     """The entries of a local directory with their stats, symlinks followed (as pyarrow's
     listing and Hadoop's do), and whether each is a symlink; entries whose name starts with
@@ -201,6 +210,8 @@ def _scan(directory: str, skipped: Callable[[str], bool]) -> Iterator[tuple[str,
                 # metadata directories): asking every name costs more than the stats it saves.
                 if name[:1] in _PREFIXES_ASKED and skipped(name):
                     continue
+                if not name.isascii() and not _utf8(name):
+                    continue  # Hadoop's listing (Spark's) leaves out a name that is not UTF-8 too
                 try:
                     yield entry.name, entry.stat(), entry.is_symlink()
                 except FileNotFoundError:
