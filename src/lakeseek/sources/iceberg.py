@@ -213,8 +213,9 @@ class IcebergSource(LakeSource):
         schemas tell a rename only while its metadata keeps the older ones."""
         if not files:
             return
-        if self._names_by_id is None:
-            self.snapshot()  # a process (a task) that has not planned the table yet
+        if self._names_by_id is None:  # a process (a task) that has not planned the table yet
+            with table_errors(self, *_LIBRARY_ERRORS):
+                self._names_by_id = self._refuse_renamed_columns(self._table(self.version()))
         sizes = {path: stamp.size for path, stamp in (stamps or {}).items() if path in files}
         keys = {path: (self.storage.uri(self.path(path)), sizes.get(path)) for path in files}
         missing = [path for path in files if _FILE_FIELD_IDS.get(keys[path]) is None]
