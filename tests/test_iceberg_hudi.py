@@ -127,7 +127,14 @@ def test_renamed_and_re_added_nested_fields_are_refused(tmp_path):
     catalog = SqlCatalog("test", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/warehouse")
     catalog.create_namespace("ns")
     nested = pa.struct([("inner", pa.string())])
-    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "st": pa.array([{"inner": "x"}, {"inner": "y"}], nested)})
+    rows = pa.table(
+        {
+            "id": pa.array([1, 2], pa.int64()),
+            "st": pa.array([{"inner": "x"}, {"inner": "y"}], nested),
+            "pairs": pa.array([[("a", 1)], []], pa.map_(pa.string(), pa.int64())),
+            "items": pa.array([[{"q": 1}], None], pa.list_(pa.struct([("q", pa.int64())]))),
+        }
+    )
     for name, change, refusal in [
         ("renamed", lambda update: update.rename_column("st.inner", "deep"), "renamed column 'st.inner' to 'st.deep'"),
         ("readded", None, "dropped column 'st.inner' and added another"),
@@ -136,6 +143,7 @@ def test_renamed_and_re_added_nested_fields_are_refused(tmp_path):
         table.append(rows)
         location = table.location().removeprefix("file://")
         lakeseek.create_index(location, ["id"], engine="local")
+        assert lakeseek.open_index(location).read("id = 1").to_pylist() == rows.slice(0, 1).to_pylist()
         with table.update_schema() as update:
             (change or (lambda update: update.delete_column("st.inner")))(update)
         if change is None:
