@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError, LakeseekError, UnsupportedColumnError
+from lakeseek.format.footers import footer_crc32
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import keys_of
 from lakeseek.io import Stamp, Storage
@@ -109,12 +110,12 @@ def write_segment(
         sink = io.BytesIO()
         pq.write_table(part, sink, row_group_size=chunk_rows, compression="zstd", write_page_checksum=True)
         path = f"{files.data_dir}/rows-{uuid.uuid4().hex}.parquet"
-        storage.write(f"{files.index_dir}/{path}", sink.getvalue())
+        data = sink.getvalue()
+        storage.write(f"{files.index_dir}/{path}", data)
         keys = part.column(ROW_KEY)
-        firsts = keys_of(keys.take(pa.array(range(0, part.num_rows, chunk_rows))))
-        row_files.append(
-            RowFile(path, len(sink.getvalue()), part.num_rows, tuple(firsts), keys_of(keys[-1:])[0], keys.null_count)
-        )
+        firsts = tuple(keys_of(keys.take(pa.array(range(0, part.num_rows, chunk_rows)))))
+        last = keys_of(keys[-1:])[0]
+        row_files.append(RowFile(path, len(data), part.num_rows, firsts, last, keys.null_count, footer_crc32(data)))
     pairs = rows.select([ROW_KEY, ROW_FILE]).drop_null().group_by([ROW_KEY, ROW_FILE]).aggregate([]).num_rows
     distinct = len(pc.unique(rows.column(ROW_KEY).drop_null()))
     files_count = len(pc.unique(rows.column(ROW_FILE)))

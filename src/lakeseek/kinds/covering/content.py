@@ -55,6 +55,7 @@ class RowFile:
     firsts: tuple[KeyValue, ...]
     last: KeyValue
     null_rows: int
+    footer_crc32: int  # of its footer and trailer (lakeseek.format.footers)
 
     @functools.cached_property
     def sort_keys(self) -> list[tuple]:
@@ -69,6 +70,7 @@ class RowFile:
             "firsts": [values.encode(k, key_type) for k in self.firsts],
             "last": values.encode(self.last, key_type),
             "null_rows": self.null_rows,
+            "footer_crc32": self.footer_crc32,
         }
 
     @classmethod
@@ -80,6 +82,7 @@ class RowFile:
             tuple(values.decode(k, key_type) for k in raw["firsts"]),
             values.decode(raw["last"], key_type),
             int(raw["null_rows"]),
+            int(raw["footer_crc32"]),
         )
 
 

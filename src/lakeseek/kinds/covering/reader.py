@@ -22,6 +22,7 @@ from lakeseek.cost import Cost, Estimate, LakeSize
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.expressions.binding import value_type
 from lakeseek.expressions.like import like, like_prefix, prefix_successor
+from lakeseek.format.footers import read_checked_footer
 from lakeseek.format.root import Root
 from lakeseek.format.values import sort_key
 from lakeseek.io import Storage
@@ -31,7 +32,6 @@ from lakeseek.kinds.covering.content import CoveringIndex, RowFile, RowSegment
 from lakeseek.kinds.keys import KeyRange, bound_key, is_nanoseconds
 
 READS_PER_GROUP = 1  # a row group's column chunks, in one read
-FOOTER_READ = 64 * 1024  # the tail read first for a footer (most fit)
 
 
 class CoveringReader(KindReader):
@@ -158,16 +158,10 @@ class CoveringReader(KindReader):
         with self._lock:
             known = self._footers.get(path)
         if known is None:
-            tail = self._bytes(path, max(row_file.size - FOOTER_READ, 0), min(FOOTER_READ, row_file.size))
             try:
-                if len(tail) != min(FOOTER_READ, row_file.size):
-                    raise OSError(f"shorter than the {row_file.size} bytes the root says")
-                length = int.from_bytes(tail[-8:-4], "little")
-                if tail[-4:] != b"PAR1" or length + 8 > row_file.size:
-                    raise OSError("no Parquet footer")
-                if length + 8 > len(tail):
-                    tail = self._bytes(path, row_file.size - length - 8, length + 8)
-                known = pq.read_metadata(io.BytesIO(b"PAR1" + tail[-length - 8 :]))
+                known = read_checked_footer(
+                    lambda offset, length: self._bytes(path, offset, length), row_file.size, row_file.footer_crc32
+                )
                 keys = known.schema.to_arrow_schema().field(ROW_KEY).type
             except (OSError, KeyError, pa.ArrowException) as error:
                 raise IndexCorruptError(f"the covering index file {path} is damaged ({error})") from error

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakeseek.format.footers import footer_crc32
 from lakeseek.format.hashing import distinct_estimate, smallest_hashes
 from lakeseek.format.lineage import Lineage
 from lakeseek.io import Stamp, Storage
@@ -112,7 +113,7 @@ def merge_segments(
     """One segment holding every row of ``segments`` but those of ``removed`` files, for
     every column any of them has. A file (or row group) some segment sketches without a
     column gets an *unknown* sketch of it (always read). None: no row is left."""
-    tables = [read_segment(storage, f"{index_dir}/{s.path}", s.size, s.rows, None) for s in segments]
+    tables = [read_segment(storage, f"{index_dir}/{s.path}", s, None) for s in segments]
     places = np.unique(np.concatenate([locations(t) for t in tables] or [np.zeros(0, np.int64)]))
     gone = np.fromiter(removed, np.int64, len(removed))
     places = places[~np.isin(places >> LOCATION_SHIFT, gone)]
@@ -165,7 +166,7 @@ def _written(
     path = segment_path(data_dir)
     storage.write(f"{index_dir}/{path}", data)
     files = len(pc.unique(table.column(FILE_ID)))
-    return SketchSegment(path, len(data), table.num_rows, files, tuple(columns), summaries)
+    return SketchSegment(path, len(data), table.num_rows, files, tuple(columns), summaries, footer_crc32(data))
 
 
 # -- tasks (run on Spark executors, or in process) -------------------------------------

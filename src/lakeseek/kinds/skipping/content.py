@@ -98,6 +98,7 @@ class SketchSegment:
     files: int
     columns: tuple[str, ...]
     summaries: tuple[ColumnSummary, ...]
+    footer_crc32: int  # of its footer and trailer (lakeseek.format.footers)
 
     def summary(self, column: str) -> ColumnSummary | None:
         return self.summaries[self.columns.index(column)] if column in self.columns else None
@@ -111,6 +112,7 @@ class SketchSegment:
             # A list: the file's column numbers follow this order (a JSON object's keys may be reordered).
             "columns": list(self.columns),
             "summaries": [s.to_json(key_types[c]) for c, s in zip(self.columns, self.summaries, strict=True)],
+            "footer_crc32": self.footer_crc32,
         }
 
     @classmethod
@@ -125,6 +127,7 @@ class SketchSegment:
             int(raw["files"]),
             columns,
             tuple(ColumnSummary.from_json(s, key_types[c]) for c, s in zip(columns, raw["summaries"], strict=True)),
+            int(raw["footer_crc32"]),
         )
 
 

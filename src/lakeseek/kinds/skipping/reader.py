@@ -86,7 +86,7 @@ class SkippingReader(KindReader):
         found = []
         for segment in self.content.segments:
             try:
-                read_segment(self.storage, self._path(segment), segment.size, segment.rows, [])
+                read_segment(self.storage, self._path(segment), segment, [])
             except IndexCorruptError as error:
                 found.append(f"{error}: queries on {', '.join(segment.columns)} read every file; {REPAIR}")
         return found
@@ -110,7 +110,7 @@ class SkippingReader(KindReader):
             with self._lock:
                 known = self._columns.get(key)
             if known is None:
-                known = read_segment(self.storage, self._path(segment), segment.size, segment.rows, [key[1]])
+                known = read_segment(self.storage, self._path(segment), segment, [key[1]])
                 with self._lock:
                     self._columns[key] = known
             tables.append(known)

@@ -27,12 +27,13 @@ import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format.bloom import BloomFilter, keys_held
+from lakeseek.format.footers import read_checked_footer
 from lakeseek.format.hashing import hash64
 from lakeseek.format.values import is_temporal_key, key_of, keys_of
 from lakeseek.io import Storage
 from lakeseek.kinds.base import FILE_ID, LOCATION_SHIFT, ROW_GROUP
 from lakeseek.kinds.keys import key_number
-from lakeseek.kinds.skipping.content import ColumnSummary, SkippingConfig
+from lakeseek.kinds.skipping.content import ColumnSummary, SketchSegment, SkippingConfig
 
 BOUNDS = ("min", "max", "nulls")
 MEMBERS = ("values", "bloom")
@@ -164,12 +165,16 @@ def locations(table: pa.Table) -> np.ndarray:
     return (file_ids << LOCATION_SHIFT) | table.column(ROW_GROUP).to_numpy().astype(np.int64)
 
 
-def read_segment(storage: Storage, path: str, size: int, rows: int, columns: list[str] | None) -> pa.Table:
+def read_segment(storage: Storage, path: str, segment: SketchSegment, columns: list[str] | None) -> pa.Table:
     """Columns of a segment file (all: None) with ``file_id`` and ``row_group``, checked to be
-    what the root says it is."""
+    what the root says it is (its footer's crc32 first: see lakeseek.format.footers)."""
+    rows = segment.rows
     try:
-        with storage.open_input(path, size) as source:
-            parquet = pq.ParquetFile(source, page_checksum_verification=True)
+        footer = read_checked_footer(
+            lambda offset, length: storage.read_range(path, offset, length), segment.size, segment.footer_crc32
+        )
+        with storage.open_input(path, segment.size) as source:
+            parquet = pq.ParquetFile(source, metadata=footer, page_checksum_verification=True)
             names = parquet.schema_arrow.names
             if parquet.metadata.num_rows != rows or FILE_ID not in names or ROW_GROUP not in names:
                 raise IndexCorruptError(f"sketch file {path} does not hold the {rows:,} rows its index names")

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format import values
 from lakeseek.format.bloom import BloomFilter
+from lakeseek.format.footers import footer_crc32
 from lakeseek.format.sealed import index_path
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import Storage
@@ -176,7 +177,7 @@ def write_index_file(
         "size": len(data),
         "footer_offset": footer_offset,
         "footer_length": footer_length,
-        "footer_crc32": zlib.crc32(data[footer_offset:]),
+        "footer_crc32": footer_crc32(data),
         "data_files": len(np.unique(np.concatenate(file_ids))),
         "keys": distinct_keys,
         "chunk_files": sum(len(ids) for ids in file_ids),
