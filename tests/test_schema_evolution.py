@@ -403,6 +403,20 @@ def test_names_that_differ_in_case_are_one_column(spark, tmp_path, sources):
         _check(spark, lake, where, oracle, sources, options={"mergeSchema": "true"})
 
 
+@pytest.mark.parametrize("mode", ["incremental", "quick"])
+def test_a_spelling_first_seen_in_a_new_file_survives_a_refresh(spark, tmp_path, sources, mode):
+    """A refresh compared the schema it merged with the root's by Arrow's ``==``, which leaves
+    metadata out: a column's other spelling, seen first in a new file (``K`` for ``k``), was not
+    recorded, and the file's ``K`` was then read as NULL: ``k = 10`` lost its rows."""
+    lake = _write(tmp_path / "lake", {"a.parquet": pa.table({"id": pa.array([1], pa.int64()), "k": [10]})})
+    lakeseek.create_index(lake, ["k"], engine="local")
+    _write(lake, {"b.parquet": pa.table({"id": pa.array([2], pa.int64()), "K": [10]})})
+    lakeseek.refresh_index(lake, mode, engine="local")
+    oracle = spark.read.option("mergeSchema", "true").parquet(lake)
+    for where in ("k = 10", "k IS NULL", "id = 2"):
+        _check(spark, lake, where, oracle, sources, options={"mergeSchema": "true"})
+
+
 def test_case_sensitive_names_stay_apart(spark, tmp_path):
     lake = _write(
         tmp_path / "lake",

@@ -137,7 +137,7 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
         job = op.job(schema, base.partition_columns, runner)
         change = kind_named(base.kind).add_files(job, base.content, changed)
         actions += [*change.actions, AddFiles(part, next_id)]
-        if (schema, spark_schema) != (base.schema, base.spark_schema):
+        if not _same_schema(base, schema, spark_schema):
             actions.append(SetSchema(schema, spark_schema))
         requirements += change.requirements
     if base.partition_columns and not any(isinstance(action, SetSchema) for action in actions):
@@ -149,7 +149,7 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
         if retyped and mode == "incremental":
             logger.info("partition column(s) %s changed type: the index is rebuilt", ", ".join(retyped))
             return _rebuild(op, base, snapshot, runner)
-        if not retyped and (schema, spark_schema) != (base.schema, base.spark_schema):
+        if not retyped and not _same_schema(base, schema, spark_schema):
             actions.append(SetSchema(schema, spark_schema))
     if tombstones:
         actions.append(RemoveFiles(tombstones))
@@ -171,7 +171,13 @@ def _table_schema(location, base: Root, snapshot, runner: LazyRunner) -> list[Ac
     schema, spark_schema = schema_now(location, base, snapshot, [], runner)
     if any(not same_type(base.schema, schema, c) for c in base.content.stored_columns):
         return None
-    return [] if (schema, spark_schema) == (base.schema, base.spark_schema) else [SetSchema(schema, spark_schema)]
+    return [] if _same_schema(base, schema, spark_schema) else [SetSchema(schema, spark_schema)]
+
+
+def _same_schema(base: Root, schema: pa.Schema, spark_schema: str) -> bool:
+    """Whether the root records this schema already, its metadata included (the other
+    spellings of columns: an Arrow schema's ``==`` leaves metadata out)."""
+    return schema.equals(base.schema, check_metadata=True) and spark_schema == base.spark_schema
 
 
 def _schema_of_files(location: Location, base: Root, snapshot: Snapshot, runner: LazyRunner) -> tuple[pa.Schema, str]:
