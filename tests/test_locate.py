@@ -287,3 +287,21 @@ def test_locate_spark_of_keys_spark_does_not_compare_is_a_one_line_error(keyed_l
     frame = spark.createDataFrame([(dt.datetime(2024, 1, 1),)], "k timestamp_ntz")
     with pytest.raises(lakeseek.PredicateTypeError, match="keys of type timestamp_ntz cannot be compared with"):
         locate_spark(lakeseek.open_index(keyed_lake), frame, "i64")
+
+
+@pytest.mark.parametrize("kind", ["sorted", "skipping", "cuckoo", "covering"])
+def test_a_nanosecond_key_pairs_only_files_holding_it(tmp_path, kind):
+    """Keys were cut to the index's microseconds before the files were read: a key of
+    ...00.000000001 (a numpy datetime64 or a pandas Timestamp, which pyarrow reads as
+    microseconds) paired the file holding ...00.000000000 and missed the one holding it."""
+    import numpy as np
+    import pandas as pd
+
+    base = 1_704_067_200 * 10**9
+    for name, nanoseconds in (("a", base + 1), ("b", base)):
+        pq.write_table(pa.table({"ts": pa.array([nanoseconds], pa.timestamp("ns"))}), tmp_path / f"{name}.parquet")
+    index = lakeseek.create_index(str(tmp_path), ["ts"], kind=kind, engine="local")
+    for key in (np.datetime64(base + 1, "ns"), pd.Timestamp(base + 1, unit="ns")):
+        found = index.locate([key], column="ts")
+        assert found.column("key").cast(pa.int64()).to_pylist() == [base + 1], key
+        assert [os.path.basename(path) for path in found.column("file").to_pylist()] == ["a.parquet"], key

@@ -39,7 +39,7 @@ from lakeseek.expressions.binding import bind, resolve_column, value_type
 from lakeseek.expressions.sql import parse_where
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.root import DELETED, UNREADABLE, LineageSet, Root
-from lakeseek.format.values import KeyValue, key_type_for
+from lakeseek.format.values import KeyValue
 from lakeseek.io import Stamp, counting
 from lakeseek.kinds import DEFAULT_KIND, kind_named
 from lakeseek.kinds.base import ROW_FILE, KindReader
@@ -434,14 +434,14 @@ class Index:
         with reading_data_files(self.lake, list(state.files), self._checked(read)):
             found = None
             if served:
-                field = pa.field(name, column_type)
-                wanted = exact_keys(keys, field, self.kind_reader.key_type(name, column_type))
+                wanted = exact_keys(keys, pa.field(name, column_type))
+                key_type = self.kind_reader.key_type(name, column_type)
                 try:
-                    found = locate_keys(self.kind_reader, state, name, wanted, self._opener(state, read))
+                    found = locate_keys(self.kind_reader, state, name, wanted, key_type, self._opener(state, read))
                 except IndexCorruptError as error:
                     self._unusable(error)
             if found is None:
-                found = self._scan_keys(state, name, keys, column_type, served, read)
+                found = self._scan_keys(state, name, keys, column_type, read)
         paths = pc.binary_join_element_wise(self.lake.shown_root + "/", found.column(FILE), "")
         return found.set_column(found.schema.get_field_index(FILE), FILE, paths)
 
@@ -463,17 +463,9 @@ class Index:
         column: str,
         keys: Iterable[KeyValue] | pa.Array,
         column_type: pa.DataType,
-        served: bool,
         opened: dict[str, Stamp],
     ) -> pa.Table:
-        if served:
-            key_type = self.kind_reader.key_type(column, column_type)
-        else:  # the column's type changed since indexing (see serves): keys of its type now
-            try:
-                key_type = key_type_for(column_type, column)
-            except LakeseekError:
-                key_type = column_type
-        wanted = exact_keys(keys, pa.field(column, column_type), key_type)
+        wanted = exact_keys(keys, pa.field(column, column_type))
         return scan_keys(list(state.files), column, wanted, self._opener(state, opened), self.kind_reader.row_groups)
 
     def serves(self, column: str, state: LakeState) -> bool:

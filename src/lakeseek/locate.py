@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from decimal import Decimal, localcontext
 
 import numpy as np
@@ -33,20 +34,24 @@ def locate_keys(
     state: LakeState,
     column: str,
     keys: pa.Array,
+    key_type: pa.DataType,
     open_files: Callable[[list[str]], ds.Dataset],
 ) -> pa.Table | None:
-    """``(key, file[, row_group])`` for every key of ``keys`` (distinct, of the reader's key
-    type) held by a file of the lake; None when the index's kind cannot locate keys.
+    """``(key, file[, row_group])`` for every key of ``keys`` (distinct values of the column,
+    in its type, as :func:`exact_keys` gives them) held by a file of the lake, the keys in the
+    column's type; None when the index's kind cannot locate keys (of ``key_type``).
 
     ``file`` is the path in the lake source; ``open_files(paths)`` gives a pyarrow dataset
     over lake files (here: those the index does not cover, which are read).
     """
-    located = reader.locate(column, keys)
+    located = reader.locate(column, pc.unique(keys.cast(key_type, safe=False)))
     if located is None:
         return None
     entries, exact = located
     found = _with_paths(entries, state, reader.row_groups)
-    if not exact:
+    if exact:  # each index key is one value of the column
+        found = found.set_column(0, KEY, found.column(KEY).cast(keys.type))
+    else:
         # A key stands for several column values (nanoseconds kept as microseconds): the
         # files it names are candidates, and reading them keeps the pairs that hold.
         candidates = sorted(set(found.column(FILE).to_pylist()))
@@ -75,8 +80,9 @@ def _with_paths(entries: pa.Table, state: LakeState, row_groups: bool) -> pa.Tab
     return pa.table(columns)
 
 
-def exact_keys(keys: Iterable[KeyValue] | pa.Array, column: pa.Field, key_type: pa.DataType) -> pa.Array:
-    """The distinct non-NULL values of ``column`` some key equals, as index keys.
+def exact_keys(keys: Iterable[KeyValue] | pa.Array, column: pa.Field) -> pa.Array:
+    """The distinct non-NULL values of ``column`` some key equals, in its type (a key of
+    nanoseconds stays one: an index key of microseconds would name other values too).
 
     A key equals the values ``files("column = key")`` finds, as Spark compares them: an
     integer or a decimal by its exact value (``Decimal("1.5")`` no integer), a float as a
@@ -87,23 +93,23 @@ def exact_keys(keys: Iterable[KeyValue] | pa.Array, column: pa.Field, key_type: 
     exactly, are converted at once; the others one by one.
     """
     try:
-        return _exact_keys(keys, column, key_type)
+        return _exact_keys(keys, column)
     except UnicodeEncodeError as error:  # a string holding a lone surrogate, which no column holds
         raise PredicateTypeError(f"a key is not valid UTF-8 text: {error.object!r}") from None
 
 
-def _exact_keys(keys: Iterable[KeyValue] | pa.Array, column: pa.Field, key_type: pa.DataType) -> pa.Array:
+def _exact_keys(keys: Iterable[KeyValue] | pa.Array, column: pa.Field) -> pa.Array:
     column_type = value_type(column.type)
     given = keys if isinstance(keys, pa.Array) else _array(list(keys))
     if isinstance(given, pa.Array) and given.type == column_type:
-        return pc.unique(given.drop_null().cast(key_type, safe=False))
+        return pc.unique(given.drop_null())
     if isinstance(given, pa.Array):
         converted = _converted_at_once(given.drop_null(), column_type)
         if converted is not None:
-            return pc.unique(converted.cast(key_type, safe=False))
+            return pc.unique(converted)
         given = given.to_pylist()
     values = [value for key in given if key is not None for value in _column_values(key, column)]
-    return pc.unique(pa.array(values, column_type).cast(key_type, safe=False))
+    return pc.unique(pa.array(values, column_type))
 
 
 def _array(keys: list) -> pa.Array | list:
@@ -112,7 +118,12 @@ def _array(keys: list) -> pa.Array | list:
     kinds = {type(key) for key in keys if key is not None}
     if len(kinds) != 1:
         return keys
+    (kind,) = kinds
     try:
+        if issubclass(kind, datetime) and hasattr(kind, "nanosecond"):
+            # pandas' Timestamp: pyarrow would infer microseconds and drop the nanoseconds.
+            aware = {key.tzinfo is not None for key in keys if key is not None}
+            return pa.array(keys, pa.timestamp("ns", tz="UTC" if aware.pop() else None)) if len(aware) == 1 else keys
         return pa.array(keys)
     except (pa.ArrowException, ValueError, TypeError, OverflowError):
         return keys
