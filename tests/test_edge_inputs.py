@@ -666,3 +666,12 @@ def test_python_arguments_of_the_wrong_type_are_one_line_errors(tmp_path, misuse
     with pytest.raises(lakeseek.LakeseekError) as raised:
         misuse(index)
     assert len(str(raised.value).splitlines()) == 1
+
+
+def test_one_column_asked_for_as_a_string_is_that_column(typed_lake):
+    """``columns="id"`` was read as the columns i and d ("unknown column 'i'"), where
+    ``create_index`` takes a string as one column."""
+    index = lakeseek.open_index(typed_lake)
+    assert index.read("id = 5", columns="id").column_names == ["id"]
+    assert index.scan("id = 5", columns="id").column_names == ["id"]
+    assert lakeseek.open_indexes(typed_lake).read("id = 5", columns="id").column_names == ["id"]

@@ -293,7 +293,7 @@ class Index:
         state = self.lake_state()
         return [self.lake.shown(path) for path in self._plan(self._sampled(where, sample, state), state).files]
 
-    def read(self, where: str, columns: list[str] | None = None, *, sample: float | None = None) -> pa.Table:
+    def read(self, where: str, columns: list[str] | str | None = None, *, sample: float | None = None) -> pa.Table:
         """The rows matching ``where``, read with pyarrow from the candidate files only. On a
         lake in OTree layout (:mod:`lakeseek.layout`), ``sample`` (a fraction in (0, 1]) keeps
         the rows of weight below it: deterministic, and a smaller sample inside a larger one."""
@@ -301,7 +301,7 @@ class Index:
 
     @again_when_files_change
     def query(
-        self, where: str, columns: list[str] | None = None, *, sample: float | None = None
+        self, where: str, columns: list[str] | str | None = None, *, sample: float | None = None
     ) -> tuple[pa.Table, Plan]:
         """:meth:`read`, with the plan it read by (for callers that report staleness or fallbacks)."""
         state = self.lake_state()
@@ -357,7 +357,7 @@ class Index:
         return found, plan
 
     @again_when_files_change
-    def scan(self, where: str, columns: list[str] | None = None) -> pa.Table:
+    def scan(self, where: str, columns: list[str] | str | None = None) -> pa.Table:
         """The rows matching ``where``, read from every file of the lake without the index."""
         state = self.lake_state()
         predicate = self.bind(where, state)
@@ -670,11 +670,14 @@ class Index:
         return reason, fallback
 
 
-def selected_columns(columns: list[str] | None, schema: pa.Schema) -> list[str] | None:
-    """The lake's names of the ``columns`` a read asks for (None: all of them); a column asked
-    for twice, in any spelling, is an error (a table cannot hold it twice in every format)."""
+def selected_columns(columns: list[str] | str | None, schema: pa.Schema) -> list[str] | None:
+    """The lake's names of the ``columns`` a read asks for (None: all of them; a string: that
+    one, as ``create_index`` takes one); a column asked for twice, in any spelling, is an
+    error (a table cannot hold it twice in every format)."""
     if columns is None:
         return None
+    if isinstance(columns, str):
+        columns = [columns]  # not its letters
     selected = [resolve_column(column, schema).name for column in columns]
     twice = next((name for name in selected if selected.count(name) > 1), None)
     if twice is not None:

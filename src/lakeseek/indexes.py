@@ -106,11 +106,11 @@ class IndexSet:
     def files(self, where: str) -> list[str]:
         return [self.lake.shown(path) for path in self.plan(where).files]
 
-    def read(self, where: str, columns: list[str] | None = None) -> pa.Table:
+    def read(self, where: str, columns: list[str] | str | None = None) -> pa.Table:
         return self.query(where, columns)[0]
 
     @again_when_files_change
-    def query(self, where: str, columns: list[str] | None = None) -> tuple[pa.Table, Plan]:
+    def query(self, where: str, columns: list[str] | str | None = None) -> tuple[pa.Table, Plan]:
         """The rows matching ``where``, read from the files the cheapest index leaves, and its plan."""
         binder = _Binder(where)
         for index in self.indexes:  # an index carrying the rows answers without the lake: nothing is cheaper
