@@ -226,14 +226,26 @@ class Storage:
         return [i.base_name for i in infos if i.type == pafs.FileType.Directory]
 
     # -- reads ----------------------------------------------------------------------------
+    def _opened(self, path: str) -> pa.NativeFile:
+        """``path`` opened to read; a directory in its place is no file: FileNotFoundError, as
+        for a file removed (pyarrow raises a bare OSError for it)."""
+        try:
+            return self.fs.open_input_file(path)
+        except FileNotFoundError:
+            raise
+        except OSError as error:
+            if self.fs.get_file_info(path).type == pafs.FileType.Directory:
+                raise FileNotFoundError(f"{path} is a directory, not a file") from error
+            raise
+
     def read(self, path: str) -> bytes:
-        with self.fs.open_input_file(path) as f:
+        with self._opened(path) as f:
             data = f.read()
         self._count(IOStats.add_read, len(data))
         return data
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
-        with self.fs.open_input_file(path) as f:
+        with self._opened(path) as f:
             data = f.read_at(length, offset)
         self._count(IOStats.add_read, len(data))
         return data
@@ -242,7 +254,7 @@ class Storage:
         """The ``(offset, length)`` ranges of one file, in order, read at once: a store that can
         fetches them in parallel and merges nearby ones (one request costs far more there than
         the bytes between two ranges)."""
-        with self.fs.open_input_file(path) as f:
+        with self._opened(path) as f:
             found = [f.read_at(length, offset) for offset, length in ranges]
         for data in found:
             self._count(IOStats.add_read, len(data))
@@ -251,7 +263,7 @@ class Storage:
     def open_input(self, path: str, size: int | None = None) -> pa.NativeFile:
         """A file to read at random, for pyarrow's readers (a data file's footer). ``size``, when
         known, spares a backend that needs it a HEAD request."""
-        return self.fs.open_input_file(path)
+        return self._opened(path)
 
     # -- writes ---------------------------------------------------------------------------
     def write(self, path: str, data: bytes) -> None:
