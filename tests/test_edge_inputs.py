@@ -643,7 +643,7 @@ def test_a_file_rewritten_in_place_while_read_is_a_clear_error(tmp_path, monkeyp
         raise pa.ArrowInvalid("Parquet magic bytes not found in footer. Either the file is corrupted or not parquet.")
 
     monkeypatch.setattr(index_module, "read_matching", torn)
-    with pytest.raises(lakeseek.DataFileError, match="changed while the query read it"):
+    with pytest.raises(lakeseek.DataFileError, match="changed while it was read"):
         index.read("TRUE")
 
 

@@ -272,7 +272,7 @@ def test_a_file_replaced_between_the_listing_and_its_read_is_no_torn_answer(tmp_
         start(writer_stops=True)
         assert ask(lakeseek.open_index(str(lake))) == whole[name], name  # the lake after the writer, whole
         start(writer_stops=False)
-        with pytest.raises(lakeseek.DataFileChangedError, match="changed while the query read it: run it again"):
+        with pytest.raises(lakeseek.DataFileChangedError, match="changed while it was read: run it again"):
             ask(lakeseek.open_index(str(lake)))
         monkeypatch.undo()
 
@@ -392,3 +392,35 @@ def test_a_tree_that_changes_under_every_walk_is_an_error_to_run_again(tmp_path,
     with pytest.raises(lakeseek.DataFileChangedError, match="changed while it was listed, 3 times"):
         local.LocalStorage().walk_files(str(lake), skip_dir=_skip_directory, skip_file=is_hidden)
     assert len(written) == local.WALKS
+
+
+@pytest.mark.parametrize("operation", ["create", "refresh full"])
+def test_a_build_a_writer_removes_a_file_under_runs_again(tmp_path, monkeypatch, operation):
+    """A file removed between the build's listing and its read failed ``create`` and
+    ``refresh`` ("removed while the query read it"), where queries run again: builds do too."""
+    from lakeseek.kinds.file_keys import FileKeyReader
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    for number in range(3):
+        pq.write_table(pa.table({"k": pa.array([number, 10 + number], pa.int64())}), lake / f"f{number}.parquet")
+    if operation != "create":
+        lakeseek.create_index(str(lake), ["k"], engine="local")
+    read_keys = FileKeyReader.distinct_keys
+    removed: list[str] = []
+
+    def removing_another(self, path, *args, **kwargs):
+        if not removed:  # once: the writer removes a file the build listed and has not read yet
+            victim = next(name for name in ("f2.parquet", "f1.parquet") if not path.endswith(name))
+            os.remove(lake / victim)
+            removed.append(victim)
+        return read_keys(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(FileKeyReader, "distinct_keys", removing_another)
+    if operation == "create":
+        index = lakeseek.create_index(str(lake), ["k"], engine="local")
+    else:
+        index = lakeseek.refresh_index(str(lake), "full", engine="local")
+    assert removed and index.lake_state().is_fresh
+    expected = sorted(pq.read_table(lake).column("k").to_pylist())
+    assert sorted(index.read("k >= 0").column("k").to_pylist()) == expected

@@ -366,14 +366,14 @@ def reading_data_files(
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if culprit is None and any(sign in reason for sign in _PARQUET_DAMAGE):
             # Every file reads whole again: one was rewritten in place while the query read it.
-            changed = f"a data file changed while the query read it ({reason}): run it again"
+            changed = f"a data file changed while it was read ({reason}): run it again"
             raise DataFileChangedError(changed) from error
         if culprit is None:
             raise
         location = source.shown(culprit)
         if not source.storage.is_file(source.path(culprit)):
             raise DataFileChangedError(
-                f"data file {location} was removed while the query read it: run it again"
+                f"data file {location} was removed while it was read: run it again"
             ) from error
         reason = reason.split(source.path(culprit), 1)[-1].lstrip("': ") or reason
         raise DataFileError(
@@ -395,14 +395,21 @@ def again_when_files_change(read: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(read)
     def run(reader: Any, *args: Any, **kwargs: Any) -> T:
-        for _ in range(READ_ATTEMPTS - 1):
-            try:
-                return read(reader, *args, **kwargs)
-            except DataFileChangedError:
-                reader.forget_listing()  # a listing kept once (or a while) cannot be read any more
-        return read(reader, *args, **kwargs)
+        # A listing kept once (or a while) cannot be read any more: forgotten before a run again.
+        return run_again_when_files_change(lambda: read(reader, *args, **kwargs), reader.forget_listing)
 
     return run
+
+
+def run_again_when_files_change(work: Callable[[], T], before_again: Callable[[], None] = lambda: None) -> T:
+    """``work()``, run again (up to READ_ATTEMPTS runs, ``before_again()`` before each) when a
+    data file changed or vanished while it read the lake; the last run's error is the caller's."""
+    for _ in range(READ_ATTEMPTS - 1):
+        try:
+            return work()
+        except DataFileChangedError:
+            before_again()
+    return work()
 
 
 # What pyarrow says of bytes that are not (or no longer) a whole Parquet file.

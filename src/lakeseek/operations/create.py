@@ -21,6 +21,7 @@ from lakeseek.format.actions import ColumnsAre, DataVersionIs, RemoveFiles, Tran
 from lakeseek.format.root import ACTIVE, LineageSet, Root
 from lakeseek.index import Index
 from lakeseek.kinds import DEFAULT_KIND, kind_named
+from lakeseek.lake.files import run_again_when_files_change
 from lakeseek.lake.state import compare
 from lakeseek.location import LakeLike, as_indexed, locate
 from lakeseek.operations.protocol import (
@@ -97,7 +98,7 @@ def create_index(
         if latest is not None:
             root = op.transact(lambda base: _add_columns(op, base, names, runner))
         else:
-            root = _create(op, chosen.name, config, names, runner)
+            root = run_again_when_files_change(lambda: _create(op, chosen.name, config, names, runner))
     return Index(location, root)
 
 

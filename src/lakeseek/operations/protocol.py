@@ -35,6 +35,7 @@ from lakeseek.format.root import ACTIVE, LineagePart, Root
 from lakeseek.io import Stamp
 from lakeseek.kinds import kind_named
 from lakeseek.kinds.base import Job, OperationFiles
+from lakeseek.lake.files import run_again_when_files_change
 from lakeseek.lake.schemas import current_partition_types, spark_schema_json, with_partition_types
 from lakeseek.location import LakeLike, Location, as_indexed, locate
 from lakeseek.operations.names import discard, recover
@@ -72,7 +73,8 @@ class Operation:
 
         root = commit(
             self.log,
-            prepare,
+            # A build lists the lake and reads its files: one changed meanwhile, it starts again.
+            lambda base: run_again_when_files_change(lambda: prepare(base)),
             what=self.what,
             owner=self.id,
             finish=finish,

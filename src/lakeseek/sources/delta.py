@@ -185,7 +185,7 @@ class DeltaSource(LakeSource):
                 return None if current is None else self._deleted.get((file, current.version))
             if (file, stamp.version) not in self._deleted:
                 raise DataFileChangedError(
-                    f"data file {self.shown(file)} changed while the query read it (the table deleted rows of it "
+                    f"data file {self.shown(file)} changed while it was read (the table deleted rows of it "
                     "since): run it again"
                 )
         return self._deleted[(file, stamp.version)]

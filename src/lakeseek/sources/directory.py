@@ -99,7 +99,7 @@ class DirectorySource(LakeSource):
             now = self.storage.walk_files(self.root, skip_dir=_skip_directory, skip_file=is_hidden)
         changed = next((path for path, stamp in stamps.items() if now.get(path) != stamp), None)
         if changed is not None:
-            raise DataFileChangedError(f"data file {self.shown(changed)} changed while the query read it: run it again")
+            raise DataFileChangedError(f"data file {self.shown(changed)} changed while it was read: run it again")
 
     def partition_values(self, file: str, fields: pa.Schema, time_zone: str) -> dict[str, object]:
         return partition_values(file, fields, time_zone)
