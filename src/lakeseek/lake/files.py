@@ -372,9 +372,7 @@ def reading_data_files(
             raise
         location = source.shown(culprit)
         if not source.storage.is_file(source.path(culprit)):
-            raise DataFileChangedError(
-                f"data file {location} was removed while it was read: run it again"
-            ) from error
+            raise DataFileChangedError(f"data file {location} was removed while it was read: run it again") from error
         reason = reason.split(source.path(culprit), 1)[-1].lstrip("': ") or reason
         raise DataFileError(
             f"cannot read data file {location} (not {source.data_format.title}, or damaged): {reason}"
