@@ -270,11 +270,11 @@ def test_the_spark_formats_on_a_text_lake(text_lake, spark, jvm_source):
             spark.read.format("lakeseek").load(root).collect()
 
 
-def _lake_of(tmp_path, file_format: str, files: dict[str, str]) -> lakeseek.LakeSource:
+def _lake_of(tmp_path, file_format: str, files: dict[str, str | bytes]) -> lakeseek.LakeSource:
     root = tmp_path / "lake"
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
+        (root / name).write_bytes(text) if isinstance(text, bytes) else (root / name).write_text(text)
     return lakeseek.open_lake(str(root), source_format=file_format)
 
 
@@ -337,6 +337,8 @@ def test_csv_times_of_day_read_as_text_and_late_timestamps_stay_exact(tmp_path):
         # Compressions pyarrow misreads (zstd) or Spark frames its own way: a bare UnicodeDecodeError before.
         ("csv", {"a.csv.zst": "id\n1\n"}),
         ("json", {"a.json.snappy": '{"id": 1}\n'}),
+        # A header that is not UTF-8: a bare UnicodeDecodeError (the CLI blamed its arguments).
+        ("csv", {"a.csv": b"id,n\xffame\n1,a\n", "b.csv": "id,name\n2,b\n"}),
     ],
 )
 def test_a_file_that_cannot_be_read_is_named_in_one_line(tmp_path, file_format, files):

@@ -343,6 +343,10 @@ def distinct_schemas(
     return list(seen.values())
 
 
+# What pyarrow raises for a data file it cannot read (a text file's header not UTF-8: the last).
+_UNREADABLE = (pa.ArrowInvalid, OSError, UnicodeDecodeError)
+
+
 @contextmanager
 def reading_data_files(
     source: LakeSource, paths: Sequence[str], stamps: Mapping[str, Stamp] | None = None
@@ -359,7 +363,7 @@ def reading_data_files(
     """
     try:
         yield
-    except (pa.ArrowInvalid, OSError) as error:
+    except _UNREADABLE as error:
         if stamps:
             source.check_unchanged(stamps)  # a file replaced under the read explains any failure
         culprit = _unreadable_file(source, paths, error)
@@ -373,7 +377,8 @@ def reading_data_files(
         location = source.shown(culprit)
         if not source.storage.is_file(source.path(culprit)):
             raise DataFileChangedError(f"data file {location} was removed while it was read: run it again") from error
-        reason = reason.split(source.path(culprit), 1)[-1].lstrip("': ") or reason
+        if source.path(culprit) in reason:
+            reason = reason.split(source.path(culprit), 1)[-1].lstrip("': ") or reason
         raise DataFileError(
             f"cannot read data file {location} (not {source.data_format.title}, or damaged): {reason}"
         ) from error
@@ -429,6 +434,6 @@ def _unreadable_file(source: LakeSource, paths: Sequence[str], error: Exception)
     for path in paths:
         try:
             open_data_file(source, path)
-        except (pa.ArrowInvalid, OSError):
+        except _UNREADABLE:
             return path
     return None
