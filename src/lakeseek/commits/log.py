@@ -31,7 +31,7 @@ from lakeseek.kinds import decode_content
 LOG_DIR = "log"
 _SUFFIX = ".json"
 _ENTRY_NAME = re.compile(r"([0-9]{20})\.json")  # ASCII digits: \d would take any script's
-_LAST_VERSION = 10**20 - 1  # the largest number of 20 digits
+LAST_VERSION = 10**20 - 1  # the largest number of 20 digits
 
 
 def is_entry_name(name: str) -> bool:
@@ -94,8 +94,8 @@ class IndexLog:
                 continue
             if damaged:
                 repair = (
-                    f"remove {self.entry_path(_LAST_VERSION)}: no version is numbered past it"
-                    if versions[-1] == _LAST_VERSION
+                    f"remove {self.entry_path(LAST_VERSION)}: no version is numbered past it"
+                    if versions[-1] == LAST_VERSION
                     else "run `lakeseek refresh --mode full` to repair"
                 )
                 logger.warning("%s; using version %d, the newest whole one (%s)", "; ".join(damaged), version, repair)
@@ -121,7 +121,7 @@ class IndexLog:
         """The number a commit on top of ``base`` takes: the next one, or past the damaged
         entries above ``base``. If an entry above it reads whole, another writer committed
         since: the next number then, so the commit fails and the writer starts again."""
-        if base.version >= _LAST_VERSION:
+        if base.version >= LAST_VERSION:
             raise LakeseekError(
                 f"the index log {self.log_dir} is at version {base.version}, the last a 20-digit name holds: "
                 f"no commit can follow it (remove {self.entry_path(base.version)} if lakeseek did not write it)"
@@ -136,7 +136,7 @@ class IndexLog:
                 continue
             return base.version + 1
         past = (above[-1] if above else base.version) + 1
-        if past <= _LAST_VERSION:
+        if past <= LAST_VERSION:
             return past
         # A damaged entry holds the last number a name has: the first number free of them, which
         # stays the newest whole version (the damaged ones above are skipped with a warning).
