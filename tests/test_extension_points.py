@@ -104,6 +104,10 @@ class EveryFile:
     config: None = None
     size: int = 0
 
+    @property
+    def stored_columns(self) -> tuple[str, ...]:
+        return self.columns
+
     def referenced_paths(self) -> set[str]:
         return set()
 

@@ -207,6 +207,9 @@ def test_a_column_changed_before_the_old_schemas_were_removed_is_refused_by_the_
         with pytest.raises(lakeseek.UnsupportedLakeError, match=refusal):
             attempt()
             pytest.fail(name)
+    # The covering index's rows of the old column are not the table's: covering_frame leaves it out.
+    frame = lakeseek.spark.covering_frame(lakeseek.open_index(location, name="covering"), spark, "id")
+    assert "name" not in frame.columns and "label" not in frame.columns
     if jvm_source:  # Spark's own Parquet scan, given the files by the index
         with pytest.raises(Exception, match=refusal):
             spark.read.format("lakeseek").option("name", "sorted").load(location).where("id = 12").collect()

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakeseek.commits.leases import LEASE_DIR, Leases
-from lakeseek.commits.log import LAST_VERSION, IndexLog
+from lakeseek.commits.log import IndexLog
 from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
@@ -34,11 +34,7 @@ def problems(storage: Storage, index_dir: str, root: Root, *, verify: bool = Fal
         try:
             log.read(version)
         except (IndexCorruptError, IndexNotFoundError) as error:
-            way_out = (
-                f"remove {log.entry_path(version)}: no version is numbered past it"
-                if version == LAST_VERSION
-                else f"{REPAIR} past it"
-            )
+            way_out = log.removal(version) or f"{REPAIR} past it"
             found.append(f"{error}: version {root.version} is used instead; {way_out}")
     found.extend(kind_named(root.kind).reader(storage, index_dir, root).problems())
     try:

@@ -93,11 +93,7 @@ class IndexLog:
                 damaged.append(str(error))
                 continue
             if damaged:
-                repair = (
-                    f"remove {self.entry_path(LAST_VERSION)}: no version is numbered past it"
-                    if versions[-1] == LAST_VERSION
-                    else "run `lakeseek refresh --mode full` to repair"
-                )
+                repair = self.removal(versions[-1]) or "run `lakeseek refresh --mode full` to repair"
                 logger.warning("%s; using version %d, the newest whole one (%s)", "; ".join(damaged), version, repair)
             return root
         if not damaged:
@@ -106,6 +102,11 @@ class IndexLog:
             f"every entry of the index log {self.log_dir} is damaged ({damaged[0]}): "
             f"remove the directory {self.index_dir} and create the index again"
         )
+
+    def removal(self, version: int) -> str | None:
+        """The way past a damaged entry numbered ``version`` when no commit can number past it
+        (the last number a 20-digit name holds); None when a commit can."""
+        return f"remove {self.entry_path(version)}: no version is numbered past it" if version >= LAST_VERSION else None
 
     def roots(self) -> dict[int, Root]:
         """Every version that reads whole, by number (damaged entries left out)."""

@@ -216,7 +216,8 @@ class IcebergSource(LakeSource):
         if self._names_by_id is None:  # a process (a task) that has not planned the table yet
             with table_errors(self, *_LIBRARY_ERRORS):
                 self._names_by_id = self._refuse_renamed_columns(self._table(self.version()))
-        sizes = {path: stamp.size for path, stamp in (stamps or {}).items() if path in files}
+        wanted = set(files)
+        sizes = {path: stamp.size for path, stamp in (stamps or {}).items() if path in wanted}
         keys = {path: (self.storage.uri(self.path(path)), sizes.get(path)) for path in files}
         missing = [path for path in files if _FILE_FIELD_IDS.get(keys[path]) is None]
         for path, schema in zip(missing, file_schemas(self, missing, sizes, stamps, plain=False), strict=True):

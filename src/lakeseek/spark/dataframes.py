@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakeseek.exceptions import LakeseekError, PredicateTypeError, UnsupportedLakeError
-from lakeseek.expressions.binding import resolve_column
 from lakeseek.expressions.sql import to_spark_sql
+from lakeseek.index import selected_columns
 from lakeseek.io.hadoop import literal_path
 from lakeseek.kinds.base import FILE_ID, KEY, ROW_FILE
 from lakeseek.lake.formats import PARQUET
+from lakeseek.lake.schemas import column_ids
 from lakeseek.locate import FILE
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def arrow_frame(spark: SparkSession, table: pa.Table, schema=None) -> DataFrame:
     return spark.createDataFrame(table, schema)
 
 
-def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] | None = None) -> DataFrame:
+def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] | str | None = None) -> DataFrame:
     """A Spark DataFrame of the rows matching ``where`` (``columns`` of them; None: all), over
     the index's candidate files only, or from a covering index's own rows when it carries
     every column the query needs (then no data file it covers is opened).
@@ -73,7 +74,7 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
         frame = frame.where(to_spark_sql(where))
     if columns is None:
         return frame
-    names = [resolve_column(c, index.schema_of(state)).name for c in columns]
+    names = selected_columns(columns, index.schema_of(state))
     return frame.select(*(frame[_quoted(name)] for name in names))
 
 
@@ -100,15 +101,21 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
     paths, carried = found
     schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
     recorded = StructType.fromJson(json.loads(index.root.spark_schema))
+    # A carried column the lake dropped since, or whose name is another column's now (an
+    # Iceberg table dropped it and added another: its field ids differ), is left out.
+    recorded_arrow, now_arrow = index.root.schema, index.schema_of(state)
+    kept = [
+        name
+        for name in carried
+        if name in now_arrow.names and column_ids(recorded_arrow.field(name)) == column_ids(now_arrow.field(name))
+    ]
     # The row files hold a carried column in its type when indexed; one the lake widened since
     # (an int now a bigint) is cast, which keeps every value. Any other change leaves it out.
     stored = {
         name: recorded[name] if name in recorded.fieldNames() and not index.serves(name, state) else schema[name]
-        for name in carried
+        for name in kept
     }
-    carried_schema = StructType(
-        [schema[name] for name in carried if _widens(stored[name].dataType, schema[name].dataType)]
-    )
+    carried_schema = StructType([schema[n] for n in kept if _widens(stored[n].dataType, schema[n].dataType)])
     floats = any(isinstance(field.dataType, FloatType | DoubleType) for field in carried_schema.fields)
     parts = []
     if paths:
