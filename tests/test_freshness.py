@@ -424,3 +424,27 @@ def test_a_build_a_writer_removes_a_file_under_runs_again(tmp_path, monkeypatch,
     assert removed and index.lake_state().is_fresh
     expected = sorted(pq.read_table(lake).column("k").to_pylist())
     assert sorted(index.read("k >= 0").column("k").to_pylist()) == expected
+
+
+def test_a_build_on_spark_a_writer_removes_a_file_under_runs_again(tmp_path, monkeypatch, spark):
+    """On Spark the task's DataFileChangedError reached the driver as a SparkJobError, and the
+    build failed where the same build in process ran again."""
+    from lakeseek.engine.runner import SparkRunner
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    for number in range(2):
+        pq.write_table(pa.table({"k": pa.array([number], pa.int64())}), lake / f"f{number}.parquet")
+    run = SparkRunner.run
+    runs: list[str] = []
+
+    def removing_first(self, label, tasks, function):
+        runs.append(label)
+        if len(runs) == 1:  # a writer removes a file after the build listed it
+            os.remove(lake / "f1.parquet")
+        return run(self, label, tasks, function)
+
+    monkeypatch.setattr(SparkRunner, "run", removing_first)
+    index = lakeseek.create_index(str(lake), ["k"], spark=spark)
+    assert len(runs) > 2 and index.lake_state().is_fresh
+    assert index.read("k >= 0").column("k").to_pylist() == [0]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import pyarrow as pa
 
-from lakeseek.exceptions import InvalidArgumentError, SparkJobError
+from lakeseek.exceptions import DataFileChangedError, InvalidArgumentError, SparkJobError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -85,7 +85,12 @@ def spark_errors() -> Iterator[None]:
     try:
         yield
     except (PySparkException, Py4JError) as error:
-        raise SparkJobError(_spark_message(error)) from error
+        message = _spark_message(error)
+        changed = f"{DataFileChangedError.__module__}.{DataFileChangedError.__name__}: "
+        if message.startswith(changed):
+            # A task found a data file changed under it: the build runs again, as on the driver.
+            raise DataFileChangedError(message[len(changed) :]) from error
+        raise SparkJobError(message) from error
 
 
 def _spark_message(error: Exception) -> str:
