@@ -194,6 +194,7 @@ def test_partition_column_that_became_void(spark, tmp_path):
     _check_void_predicates(spark, lakeseek.open_index(root), spark.read.parquet(root))
 
 
+@pytest.mark.parametrize("columns", [["x"], ["x", "p"]], ids=["p not indexed", "p indexed"])
 @pytest.mark.parametrize("mode", ["quick", "incremental"])
 @pytest.mark.parametrize(
     ("before", "change", "where"),
@@ -210,7 +211,7 @@ def test_partition_column_that_became_void(spark, tmp_path):
     ids=["a directory left", "a timestamp joined dates"],
 )
 def test_a_refresh_that_changes_the_partition_types_spark_infers_records_them(
-    spark, tmp_path, mode, before, change, where
+    spark, tmp_path, mode, before, change, where, columns
 ):
     """A refresh that removed or recorded a directory kept the partition column's old type in
     the root while its lineage changed; queries then took the recorded type for one the user
@@ -218,12 +219,12 @@ def test_a_refresh_that_changes_the_partition_types_spark_infers_records_them(
     root = str(tmp_path / "lake")
     for number, value in enumerate(before):
         _write(f"{root}/p={value}/part-0.parquet", pa.table({"x": [number, number + 10]}))
-    lakeseek.create_index(root, ["x"], engine="local")
+    lakeseek.create_index(root, columns, engine="local")
     change(root)
-    lakeseek.refresh_index(root, mode, engine="local")
-    index = lakeseek.open_index(root)
-    expected = spark.read.parquet(root).where(where)
-    assert sorted(index.read(where).column("x").to_pylist()) == sorted(row["x"] for row in expected.collect())
+    expected = sorted(row["x"] for row in spark.read.parquet(root).where(where).collect())
+    for then in (mode, "incremental"):  # the refresh, then another with nothing new (it kept a quick one's type)
+        lakeseek.refresh_index(root, then, engine="local")
+        assert sorted(lakeseek.open_index(root).read(where).column("x").to_pylist()) == expected, then
 
 
 def test_names_that_are_not_utf8_are_left_out_as_spark_leaves_them(spark, tmp_path):

@@ -408,7 +408,7 @@ def _covered_files(index: lakeseek.Index, column: str) -> set[int]:
     reader = index.kind_reader
     if index.root.kind == "skipping":
         segments = index.root.content.segments_of(column)
-        tables = [read_segment(index.storage, f"{index.index_dir}/{s.path}", s.size, s.rows, []) for s in segments]
+        tables = [read_segment(index.storage, f"{index.index_dir}/{s.path}", s, []) for s in segments]
         return {file_id for table in tables for file_id in table.column("file_id").to_pylist()}
     if index.root.kind == "cuckoo":
         segments = index.root.content.segments_of(column)

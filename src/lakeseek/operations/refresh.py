@@ -103,7 +103,23 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
     if table_schema is None and mode == "incremental":
         return _rebuild(op, base, snapshot, runner)
     version = [] if table_schema is None else [SetSourceVersion(snapshot.version), *table_schema]
+    partition_schema: list[Action] = []
+    if base.partition_columns and snapshot.schema is None:
+        # The files indexed or recorded after this refresh are the lake's now, and their
+        # partition values may type a column otherwise (a directory removed, or one recorded):
+        # queries take the root's types as those of the files it covers.
+        schema, spark_schema = schema_now(location, base, snapshot, [], runner)
+        retyped = [c for c in base.content.stored_columns if not same_type(base.schema, schema, c)]
+        if retyped:
+            # Its index files hold the old type, and once the files that typed it so leave the
+            # lineage nothing would tell the type came from them: every file is indexed again.
+            logger.info("partition column(s) %s changed type: the index is rebuilt", ", ".join(retyped))
+            return _rebuild(op, base, snapshot, runner)
+        if not _same_schema(base, schema, spark_schema):
+            partition_schema = [SetSchema(schema, spark_schema)]
     if state.is_fresh:
+        if partition_schema:
+            return Transaction(f"refresh {mode}", tuple(partition_schema), requirements)
         if snapshot.version == base.source_version or not version:
             return None
         return Transaction(f"refresh {mode}", tuple(version), requirements)
@@ -140,17 +156,8 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
         if not _same_schema(base, schema, spark_schema):
             actions.append(SetSchema(schema, spark_schema))
         requirements += change.requirements
-    if base.partition_columns and not any(isinstance(action, SetSchema) for action in actions):
-        # The files indexed or recorded after this refresh are the lake's now, and their
-        # partition values may type a column otherwise (a directory removed, or one recorded):
-        # queries take the root's types as those of the files it covers.
-        schema, spark_schema = schema_now(location, base, snapshot, [], runner)
-        retyped = [c for c in base.content.stored_columns if not same_type(base.schema, schema, c)]
-        if retyped and mode == "incremental":
-            logger.info("partition column(s) %s changed type: the index is rebuilt", ", ".join(retyped))
-            return _rebuild(op, base, snapshot, runner)
-        if not retyped and not _same_schema(base, schema, spark_schema):
-            actions.append(SetSchema(schema, spark_schema))
+    if not any(isinstance(action, SetSchema) for action in actions):
+        actions += partition_schema
     if tombstones:
         actions.append(RemoveFiles(tombstones))
     if snapshot.version != base.source_version:
