@@ -215,6 +215,29 @@ def test_a_column_changed_before_the_old_schemas_were_removed_is_refused_by_the_
             spark.read.format("lakeseek").option("name", "sorted").load(location).where("id = 12").collect()
 
 
+def test_files_added_without_field_ids_are_checked_by_the_tables_name_mapping(tmp_path):
+    """Files added from elsewhere (``add_files``) carry no field ids: Iceberg reads them by its
+    name mapping, which follows a rename. With the older schemas removed, lakeseek read them
+    by name and answered NULL for the renamed column (0 rows for a value 29 rows hold)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("test", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/warehouse")
+    catalog.create_namespace("ns")
+    table = catalog.create_table("ns.events", schema=_rows(0, 1).schema)
+    location = table.location().removeprefix("file://")
+    os.makedirs(f"{location}/data")
+    for number in range(2):
+        pq.write_table(_rows(number * 100, 100), f"{location}/data/added-{number}.parquet")
+    table.add_files([f"file://{location}/data/added-{number}.parquet" for number in range(2)])
+    index = lakeseek.create_index(location, ["id"], engine="local")
+    _assert_exact(index, catalog.load_table("ns.events").scan().to_arrow())  # read by the mapping's names
+    with catalog.load_table("ns.events").update_schema() as update:
+        update.rename_column("name", "label")
+    _forget_old_schemas(catalog, "ns.events")
+    with pytest.raises(lakeseek.UnsupportedLakeError, match="holds column 'name' \\(field id 2\\)"):
+        lakeseek.open_index(location).read("label = 'n-3'")
+
+
 @pytest.fixture()
 def catalog_config(iceberg, tmp_path, monkeypatch):
     """The fixture's catalog in pyiceberg's own configuration, as ``test``."""

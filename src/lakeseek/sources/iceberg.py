@@ -11,12 +11,14 @@ Not read yet, and refused rather than read wrong: delete files (merge-on-read de
 columns renamed, or dropped and added again under their name, since files were written
 (Iceberg matches columns by id, Parquet readers by name), nested fields included. The
 table's schemas say so while its metadata keeps them; once old schemas are removed
-(``remove-schemas``), the field ids in each data file read say so. A dropped column is not
+(``remove-schemas``), the field ids in each data file read say so (the table's name mapping,
+for a file added without ids). A dropped column is not
 one of the lake's, though older files hold it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
@@ -78,8 +80,10 @@ class IcebergSource(LakeSource):
         # The snapshot's data files (their metrics) by path, and the table's columns by name.
         self._data_files: dict[str, object] | None = None
         self._fields: dict[str, object] = {}
-        # The current schema's columns, nested ones too, by field id: their names as ``a.b``.
+        # The current schema's columns, nested ones too, by field id: their names as ``a.b``;
+        # and the field ids the table's name mapping gives the names in files written without ids.
         self._names_by_id: dict[int, str] | None = None
+        self._mapped_ids: dict[str, int] = {}
 
     @property
     def uri(self) -> str:
@@ -139,6 +143,7 @@ class IcebergSource(LakeSource):
         with table_errors(self, *_LIBRARY_ERRORS):
             table = self._table(metadata)
             names_by_id = self._refuse_renamed_columns(table)
+            self._mapped_ids = _mapped_ids(table)
             tasks = list(table.scan().plan_files())
         location = table.location().rstrip("/")
         files = {}
@@ -215,15 +220,19 @@ class IcebergSource(LakeSource):
             return
         if self._names_by_id is None:  # a process (a task) that has not planned the table yet
             with table_errors(self, *_LIBRARY_ERRORS):
-                self._names_by_id = self._refuse_renamed_columns(self._table(self.version()))
+                table = self._table(self.version())
+                self._names_by_id, self._mapped_ids = self._refuse_renamed_columns(table), _mapped_ids(table)
         wanted = set(files)
         sizes = {path: stamp.size for path, stamp in (stamps or {}).items() if path in wanted}
         keys = {path: (self.storage.uri(self.path(path)), sizes.get(path)) for path in files}
         missing = [path for path in files if _FILE_FIELD_IDS.get(keys[path]) is None]
         for path, schema in zip(missing, file_schemas(self, missing, sizes, stamps, plain=False), strict=True):
-            _FILE_FIELD_IDS.put(keys[path], _field_ids(schema))
+            _FILE_FIELD_IDS.put(keys[path], _file_columns(schema))
         for path in files:
-            for field_id, name in _FILE_FIELD_IDS.get(keys[path]).items():
+            for name, written_id in _FILE_FIELD_IDS.get(keys[path]):
+                field_id = self._mapped_ids.get(name) if written_id is None else written_id
+                if field_id is None:
+                    continue  # neither written nor mapped: pyiceberg reads it by name too
                 if (why := _misnamed(self._names_by_id, field_id, name)) is not None:
                     raise UnsupportedLakeError(
                         f"Iceberg table {self.shown_root}: data file {self.shown(path)} holds column {name!r} "
@@ -250,23 +259,23 @@ def _misnamed(current: Mapping[int, str], field_id: int, name: str) -> str | Non
     return None
 
 
-# Data files' columns by Parquet field id (see IcebergSource.check_columns), by URI and size.
-_FILE_FIELD_IDS: LRU[dict[int, str]] = named("Iceberg data files' field ids", 100_000)
+# Data files' columns with their Parquet field ids (see IcebergSource.check_columns), by URI and size.
+_FILE_FIELD_IDS: LRU[tuple[tuple[str, int | None], ...]] = named("Iceberg data files' field ids", 100_000)
 
 
 _LISTS = (pa.ListType, pa.LargeListType, pa.FixedSizeListType, pa.ListViewType, pa.LargeListViewType)
 
 
-def _field_ids(schema: pa.Schema) -> dict[int, str]:
-    """The Parquet field ids of a file's columns, nested ones too, with their names as
-    pyiceberg names them (``a.b``, ``a.element`` of a list, ``a.key`` and ``a.value`` of a map).
-    A file written without ids (added to the table from elsewhere) has none: read by name."""
-    found: dict[int, str] = {}
+def _file_columns(schema: pa.Schema) -> tuple[tuple[str, int | None], ...]:
+    """A file's columns, nested ones too, named as pyiceberg names them (``a.b``, ``a.element``
+    of a list, ``a.key`` and ``a.value`` of a map), each with the Parquet field id written for
+    it; None for a file written without ids (added to the table from elsewhere), which the
+    table's name mapping names."""
+    found: list[tuple[str, int | None]] = []
 
     def visit(field: pa.Field, name: str) -> None:
         field_id = (field.metadata or {}).get(COLUMN_ID)
-        if field_id is not None:
-            found[int(field_id)] = name
+        found.append((name, None if field_id is None else int(field_id)))
         t = field.type
         if pa.types.is_struct(t):
             children = [(t.field(i), t.field(i).name) for i in range(t.num_fields)]
@@ -281,6 +290,25 @@ def _field_ids(schema: pa.Schema) -> dict[int, str]:
 
     for field in schema:
         visit(field, field.name)
+    return tuple(found)
+
+
+def _mapped_ids(table) -> dict[str, int]:
+    """The field id the table's name mapping (``schema.name-mapping.default``) gives each name
+    a file written without ids may use (``a.b`` for nested ones: every alias of each level)."""
+    text = table.metadata.properties.get("schema.name-mapping.default")
+    if not text:
+        return {}
+    found: dict[str, int] = {}
+
+    def visit(fields: list, prefixes: list[str]) -> None:
+        for field in fields:
+            names = [f"{prefix}{name}" for prefix in prefixes for name in field.get("names", [])]
+            if "field-id" in field:
+                found.update(dict.fromkeys(names, int(field["field-id"])))
+            visit(field.get("fields") or [], [f"{name}." for name in names])
+
+    visit(json.loads(text), [""])
     return found
 
 
