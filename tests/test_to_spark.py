@@ -115,3 +115,16 @@ def test_columns_whose_names_hold_a_dot_or_a_backtick(spark, tmp_path):
             frame.columns == columns
             and [row.asDict() for row in frame.collect()] == index.read("id = 1", columns=columns).to_pylist()
         )
+
+
+def test_a_timestamp_predicate_outside_a_utc_session_is_refused(spark, typed_lake):
+    """lakeseek chose the files for ``ts = TIMESTAMP '...'`` in UTC and Spark filtered them in
+    the session's zone: in America/Los_Angeles the answer was neither's (no row at all)."""
+    index = lakeseek.open_index(typed_lake)
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        with pytest.raises(lakeseek.LakeseekError, match="session time zone \\(America/Los_Angeles\\)"):
+            to_spark(index, spark, "ts = TIMESTAMP '2024-01-01 03:00:00'")
+        assert to_spark(index, spark, "id = 5").count() == len(ids(index.read("id = 5")))  # no timestamp: read
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")

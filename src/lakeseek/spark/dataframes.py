@@ -58,6 +58,7 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
     state = index.lake_state()
     schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
     predicate = index.bind(where, state)
+    _refuse_zoned_timestamps(spark, predicate.columns(), index.schema_of(state))
     covered = index.covered_read(predicate, columns, state)
     if covered is not None:
         rows = covered[0]
@@ -76,6 +77,24 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
         return frame
     names = selected_columns(columns, index.schema_of(state))
     return frame.select(*(frame[_quoted(name)] for name in names))
+
+
+_UTC_NAMES = {"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "UCT", "Universal", "Zulu"}
+
+
+def _refuse_zoned_timestamps(spark: SparkSession, columns: set[str], lake_schema: pa.Schema) -> None:
+    """lakeseek chooses the files for a timestamp comparison in UTC; Spark then filters them in
+    its session time zone: outside UTC the two read a literal as other instants, and rows of
+    neither answer would come back. Refused instead (the ``lakeseek`` format has no such limit)."""
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    zoned = [
+        name for name in columns if name in lake_schema.names and pa.types.is_timestamp(lake_schema.field(name).type)
+    ]
+    if zoned and zone not in _UTC_NAMES:
+        raise LakeseekError(
+            f"to_spark reads the predicate's timestamps in UTC, Spark in the session time zone ({zone}): set "
+            f"spark.sql.session.timeZone to UTC, or read with format 'lakeseek' (column {sorted(zoned)[0]!r})"
+        )
 
 
 def covering_frame(index: Index, spark: SparkSession, column: str | None = None) -> DataFrame:
