@@ -206,9 +206,10 @@ class IcebergSource(LakeSource):
         schema's names by field id are returned."""
         schemas = table_library(self, "pyiceberg.schema", "an Apache Iceberg")
         current = schemas.index_name_by_id(table.schema())
+        names = set(current.values())
         for schema in table.metadata.schemas:
             for field_id, name in schemas.index_name_by_id(schema).items():
-                if (why := _misnamed(current, field_id, name)) is not None:
+                if (why := _misnamed(current, names, field_id, name)) is not None:
                     raise UnsupportedLakeError(f"Iceberg table {self.shown_root} {why}")
         return current
 
@@ -226,6 +227,7 @@ class IcebergSource(LakeSource):
         sizes = {path: stamp.size for path, stamp in (stamps or {}).items() if path in wanted}
         keys = {path: (self.storage.uri(self.path(path)), sizes.get(path)) for path in files}
         missing = [path for path in files if _FILE_FIELD_IDS.get(keys[path]) is None]
+        names = set(self._names_by_id.values())
         for path, schema in zip(missing, file_schemas(self, missing, sizes, stamps, plain=False), strict=True):
             _FILE_FIELD_IDS.put(keys[path], _file_columns(schema))
         for path in files:
@@ -233,7 +235,7 @@ class IcebergSource(LakeSource):
                 field_id = self._mapped_ids.get(name) if written_id is None else written_id
                 if field_id is None:
                     continue  # neither written nor mapped: pyiceberg reads it by name too
-                if (why := _misnamed(self._names_by_id, field_id, name)) is not None:
+                if (why := _misnamed(self._names_by_id, names, field_id, name)) is not None:
                     raise UnsupportedLakeError(
                         f"Iceberg table {self.shown_root}: data file {self.shown(path)} holds column {name!r} "
                         f"(field id {field_id}), and the table since {why}"
@@ -245,13 +247,14 @@ class IcebergSource(LakeSource):
             return LakeSchema.of(_declared(self._table(metadata)))
 
 
-def _misnamed(current: Mapping[int, str], field_id: int, name: str) -> str | None:
+def _misnamed(current: Mapping[int, str], names: set[str], field_id: int, name: str) -> str | None:
     """Why the column of ``field_id`` named ``name`` (in an older schema, or a data file) is
-    not the table's column of that name, given the table's names by field id now."""
+    not the table's column of that name, given the table's names by field id now (and the
+    set of them, ``names``: asked for every column of every file read)."""
     now = current.get(field_id)
     if now is not None and now != name:
         return f"renamed column {name!r} to {now!r}: lakeseek reads columns by name and does not follow renames yet"
-    if now is None and name in current.values():
+    if now is None and name in names:
         return (
             f"dropped column {name!r} and added another of that name: lakeseek reads columns by name and "
             "cannot tell the two apart in older files yet"
