@@ -269,7 +269,7 @@ class Index:
         found = self._shared.file_schemas(self.lake, sorted(state.unindexed), state)
         if state.declared is not None:  # older files may hold columns the table dropped
             found = [(path, pa.schema([f for f in file if f.name in schema.names])) for path, file in found]
-        schema = merge_schemas(schema, found, partitions)
+        schema = merge_schemas(schema, found, partitions, self.lake.data_format.common_type)
         self._version.schema_of = (state, schema)
         return schema
 

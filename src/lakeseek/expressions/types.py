@@ -155,7 +155,7 @@ def parse_date(text: str) -> DateValue:
 
 def _date_of(match: re.Match, text: str) -> DateValue:
     year, month, day = int(match["year"]), int(match["month"] or 1), int(match["day"] or 1)
-    if not (1 <= month <= 12 and 1 <= day <= _days_in_month(year, month)):
+    if not (1 <= month <= 12 and 1 <= day <= days_in_month(year, month)):
         raise PredicateTypeError(f"'{text}' is not a valid date")
     if 1 <= year <= 9999:
         return dt.date(year, month, day)
@@ -165,7 +165,7 @@ def _date_of(match: re.Match, text: str) -> DateValue:
     return pa.scalar(days, pa.int32()).cast(pa.date32())
 
 
-def _days_in_month(year: int, month: int) -> int:
+def days_in_month(year: int, month: int) -> int:
     """In the proleptic Gregorian calendar with a year 0 (ISO 8601, as Java's and Spark's)."""
     if month == 2:
         return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28

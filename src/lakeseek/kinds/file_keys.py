@@ -135,7 +135,8 @@ class FileKeyReader:
         matched = match_columns(self.data_columns, file.schema.names)
         physical = {c.name: matched[c.name] for c in columns if not c.is_partition and c.name in matched}
         wanted = list(dict.fromkeys(physical.values()))
-        table = file.read(wanted) if wanted else None
+        lake_types = {physical[c.name]: self.schema.field(c.name).type for c in columns if c.name in physical}
+        table = file.read(wanted, lake_types) if wanted else None
         partition_values = (
             self.source.partition_values(path, self.partitioning, "UTC") if any(c.is_partition for c in columns) else {}
         )

@@ -13,7 +13,9 @@ The rule (README, "The lake's schema"): lakeseek reads the lake with the schema
   most integer and fraction digits, timestamps to the finer unit, float to double, ...; Spark
   reads each of those files as the wider type. Any other pair (a string and an int, a decimal
   of 40 digits) is refused with an error naming the file and both types: no value is ever cast
-  into another.
+  into another. Text files merge as their format's reader merges them instead
+  (:meth:`lakeseek.lake.formats.DataFormat.common_type`: Spark's CSV inference takes INT and
+  DOUBLE to DOUBLE, anything and STRING to STRING), since their values are read from text.
 * **New columns** (in files added or rewritten since indexing) are added after the index's
   recorded columns, before the partition columns, in the order of the files' paths.
 * **Partition columns** take the type their lake source gives them now (a directory's:
@@ -27,7 +29,7 @@ of the files it reads without the index (new, changed or recorded ones).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -230,11 +232,16 @@ def _with_spellings(schema: pa.Schema, found: Mapping[str, list[str]]) -> pa.Sch
 
 # -- merging files' schemas --------------------------------------------------------------------------
 def merge_file_schema(
-    schema: pa.Schema, file_schema: pa.Schema, source: str, partition_columns: Sequence[str]
+    schema: pa.Schema,
+    file_schema: pa.Schema,
+    source: str,
+    partition_columns: Sequence[str],
+    common_type: Callable[[pa.DataType, pa.DataType], pa.DataType | None] = widen,
 ) -> pa.Schema:
     """``schema`` with one data file's columns merged in: wider types where the file's are
-    wider, its new columns added before the partition columns; IncompatibleSchemaError (naming
-    ``source``) when a column's types have no exact common type."""
+    wider (``common_type``: the files' format's merge, by default :func:`widen`), its new
+    columns added before the partition columns; IncompatibleSchemaError (naming ``source``)
+    when a column's types have no common type."""
     data = [name for name in schema.names if name not in partition_columns]
     matched = match_columns(data, file_schema.names)
     by_file = {file_name: name for name, file_name in matched.items()}
@@ -253,12 +260,12 @@ def merge_file_schema(
             continue
         position = schema.get_field_index(name)
         current = fields[position]
-        wider = widen(current.type, field.type)
+        wider = common_type(current.type, field.type)
         if wider is None:
             if widen(_case_folded(current.type), _case_folded(field.type)) is not None:
                 why = "its nested fields differ from theirs in case alone, and lakeseek reads a field by its exact name"
             else:
-                why = "no type holds both exactly (Spark cannot read them together either)"
+                why = "no type holds both exactly"
             raise IncompatibleSchemaError(
                 f"data file {source} holds column '{field.name}' as {field.type}, but the lake's other files "
                 f"hold it as {current.type}: {why}; rewrite the file with the lake's type"
@@ -275,10 +282,13 @@ def merge_file_schema(
 
 
 def merge_schemas(
-    schema: pa.Schema, files: Iterable[tuple[str, pa.Schema]], partition_columns: Sequence[str]
+    schema: pa.Schema,
+    files: Iterable[tuple[str, pa.Schema]],
+    partition_columns: Sequence[str],
+    common_type: Callable[[pa.DataType, pa.DataType], pa.DataType | None] = widen,
 ) -> pa.Schema:
     for path, found in files:
-        schema = merge_file_schema(schema, found, path, partition_columns)
+        schema = merge_file_schema(schema, found, path, partition_columns, common_type)
     return schema
 
 

@@ -282,7 +282,7 @@ def merged_schema(
         tasks = [(source.address, {path: sizes[path] for path in chunk}) for chunk in chunks]
         results = runner().run("reading the files' schemas", tasks, _schemas_task)
         found = [(result["path"], values.deserialize_schema(result["schema"])) for result in results]
-    return merge_schemas(schema, found, partition_columns)
+    return merge_schemas(schema, found, partition_columns, source.data_format.common_type)
 
 
 def bounded_by_metadata(arrow_type: pa.DataType) -> bool:

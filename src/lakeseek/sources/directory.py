@@ -114,7 +114,7 @@ class DirectorySource(LakeSource):
         """The schema ``spark.read.option("mergeSchema", "true").parquet`` gives the lake, without
         Spark: the first file's columns, every other file's merged in (:mod:`lakeseek.lake.schemas`),
         then the partition columns of its directories, typed as Spark infers them from every file's.
-        A text file's columns are typed as pyarrow infers them from all of its rows."""
+        A text file's columns are typed as its format infers them from all of its rows."""
         # A partitioned file's directories name the partition columns, whichever file comes first.
         first = next((path for path in files if _in_partition(path)), next(iter(files)))
         keys = [unescape_path_name(part.split("=", 1)[0]) for part in first.split("/")[:-1] if "=" in part]

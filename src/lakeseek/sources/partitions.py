@@ -27,8 +27,6 @@ import datetime as dt
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,75 +34,18 @@ import pyarrow.dataset as ds
 
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.types import _TIMESTAMP_TEXT, parse_date, parse_timestamp
+from lakeseek.lake.java_text import BIG_DECIMAL, JAVA_INTEGER, java_double, time_zone_of
 from lakeseek.lake.schemas import MAX_DECIMAL_PRECISION, wider_decimal
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 UTC = "UTC"
 
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
-_JAVA_INTEGER = re.compile(r"[+-]?\d+")
-_JAVA_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_JAVA_DOUBLE = re.compile(
-    r"(?P<sign>[+-]?)(?:(?P<special>NaN|Infinity)|(?:(?P<hex>0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)"
-    r"[pP][+-]?[0-9]+)|(?P<decimal>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?))[fFdD]?)"
-)
-_JAVA_WHITESPACE = "".join(chr(code) for code in range(33))  # String.trim()
-# java.time.ZoneId.SHORT_IDS, which Spark's session time zone accepts.
-_SHORT_IDS = {
-    "ACT": "Australia/Darwin",
-    "AET": "Australia/Sydney",
-    "AGT": "America/Argentina/Buenos_Aires",
-    "ART": "Africa/Cairo",
-    "AST": "America/Anchorage",
-    "BET": "America/Sao_Paulo",
-    "BST": "Asia/Dhaka",
-    "CAT": "Africa/Harare",
-    "CNT": "America/St_Johns",
-    "CST": "America/Chicago",
-    "CTT": "Asia/Shanghai",
-    "EAT": "Africa/Addis_Ababa",
-    "ECT": "Europe/Paris",
-    "IET": "America/Indiana/Indianapolis",
-    "IST": "Asia/Kolkata",
-    "JST": "Asia/Tokyo",
-    "MIT": "Pacific/Apia",
-    "NET": "Asia/Yerevan",
-    "NST": "Pacific/Auckland",
-    "PLT": "Asia/Karachi",
-    "PNT": "America/Phoenix",
-    "PRT": "America/Puerto_Rico",
-    "PST": "America/Los_Angeles",
-    "SST": "Pacific/Guadalcanal",
-    "VST": "Asia/Ho_Chi_Minh",
-    "EST": "-05:00",
-    "MST": "-07:00",
-    "HST": "-10:00",
-}
-_OFFSET = re.compile(
-    r"(?:UTC|GMT|UT)?(?P<sign>[+-])(?P<hours>\d{1,2})(?::?(?P<minutes>\d{2}))?(?::?(?P<seconds>\d{2}))?"
-)
 
 
 def unescape_path_name(text: str) -> str:
     """Spark's ``ExternalCatalogUtils.unescapePathName``: ``%XX`` -> the character U+00XX."""
     return _ESCAPE.sub(lambda match: chr(int(match[1], 16)), text) if "%" in text else text
-
-
-@lru_cache(maxsize=64)
-def time_zone_of(name: str) -> dt.tzinfo:
-    """A Spark session time zone ID (a region, ``UTC``, ``+05:00``, ``GMT+8``, ``PST``) as a tzinfo."""
-    text = _SHORT_IDS.get(name, name)
-    if text in ("Z", "UTC", "GMT", "UT"):
-        return dt.timezone.utc
-    offset = _OFFSET.fullmatch(text)
-    if offset:
-        sign = -1 if offset["sign"] == "-" else 1
-        hours, minutes, seconds = (int(offset[part] or 0) for part in ("hours", "minutes", "seconds"))
-        return dt.timezone(sign * dt.timedelta(hours=hours, minutes=minutes, seconds=seconds))
-    try:
-        return ZoneInfo(text)
-    except (ZoneInfoNotFoundError, ValueError) as error:
-        raise LakeseekError(f"unknown time zone {name!r}") from error
 
 
 def partition_value(raw: str, arrow_type: pa.DataType, time_zone: str = UTC) -> object:
@@ -117,7 +58,7 @@ def partition_value(raw: str, arrow_type: pa.DataType, time_zone: str = UTC) -> 
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
         return unescape_path_name(raw)
     if pa.types.is_integer(arrow_type):
-        if not _JAVA_INTEGER.fullmatch(raw):
+        if not JAVA_INTEGER.fullmatch(raw):
             raise ValueError("not an integer")
         value = int(raw)
         bits = 32 if arrow_type.bit_width <= 32 else 64  # Spark parses bytes and shorts as ints
@@ -125,7 +66,7 @@ def partition_value(raw: str, arrow_type: pa.DataType, time_zone: str = UTC) -> 
             raise ValueError("out of range")
         return value
     if pa.types.is_decimal(arrow_type):
-        if not _JAVA_DECIMAL.fullmatch(raw):
+        if not BIG_DECIMAL.fullmatch(raw):
             raise ValueError("not a decimal")
         try:
             value = Decimal(raw).quantize(Decimal(1).scaleb(-arrow_type.scale))
@@ -135,7 +76,10 @@ def partition_value(raw: str, arrow_type: pa.DataType, time_zone: str = UTC) -> 
             raise ValueError("out of range")
         return value
     if pa.types.is_floating(arrow_type):
-        return _java_double(raw)
+        number = java_double(raw)
+        if number is None:
+            raise ValueError("not a number")
+        return number
     if pa.types.is_date(arrow_type):
         return parse_date(raw)
     if pa.types.is_timestamp(arrow_type):
@@ -147,18 +91,6 @@ def partition_value(raw: str, arrow_type: pa.DataType, time_zone: str = UTC) -> 
     if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
         return raw.encode("utf-8")
     raise ValueError(f"partition columns of type {arrow_type} are not supported")
-
-
-def _java_double(raw: str) -> float:
-    match = _JAVA_DOUBLE.fullmatch(raw.strip(_JAVA_WHITESPACE))
-    if not match:
-        raise ValueError("not a number")
-    sign = -1.0 if match["sign"] == "-" else 1.0
-    if match["special"]:
-        return float("nan") if match["special"] == "NaN" else sign * float("inf")
-    if match["hex"]:
-        return sign * float.fromhex(match["hex"])
-    return sign * float(match["decimal"])
 
 
 def _timestamp(raw: str, arrow_type: pa.DataType, time_zone: str) -> dt.datetime:
@@ -227,11 +159,6 @@ def values_expression(values: Mapping[str, object], fields: pa.Schema) -> ds.Exp
 
 
 # -- partition types: Spark's inference (PartitioningUtils.inferPartitionColumnValue) ---------------
-_BIG_DECIMAL = re.compile(r"([+-]?)(?:(\d+)\.?(\d*)|\.(\d+))(?:[eE]([+-]?\d+))?")
-_JAVA_DOUBLE_TEXT = re.compile(
-    r"[\x00-\x20]*[+-]?(?:NaN|Infinity|(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
-    r"|(?:0[xX](?:[0-9a-fA-F]+\.?|[0-9a-fA-F]*\.[0-9a-fA-F]+)[pP][+-]?[0-9]+))[fFdD]?[\x00-\x20]*"
-)
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})", re.ASCII)
 _TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d))?", re.ASCII)
 
@@ -239,7 +166,7 @@ _TIMESTAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\
 def infer_partition_value(raw: str) -> pa.DataType:
     """The type Spark infers for one raw (still escaped) partition directory value:
     INT, BIGINT, DECIMAL(p, 0), DOUBLE, TIMESTAMP, DATE or STRING (NULL for Hive's NULL)."""
-    if _JAVA_INTEGER.fullmatch(raw):
+    if JAVA_INTEGER.fullmatch(raw):
         number = int(raw)
         if -(2**31) <= number < 2**31:
             return pa.int32()
@@ -248,7 +175,7 @@ def infer_partition_value(raw: str) -> pa.DataType:
     decimal = _decimal_type(raw)
     if decimal is not None:
         return decimal
-    if _JAVA_DOUBLE_TEXT.fullmatch(raw):
+    if java_double(raw) is not None:
         return pa.float64()
     if _is_timestamp(unescape_path_name(raw)):
         return pa.timestamp("us", tz="UTC")
@@ -259,7 +186,7 @@ def infer_partition_value(raw: str) -> pa.DataType:
 
 def _decimal_type(raw: str) -> pa.DataType | None:
     """``new java.math.BigDecimal(raw)`` with no fraction digit left, as a Spark DECIMAL."""
-    match = _BIG_DECIMAL.fullmatch(raw)
+    match = BIG_DECIMAL.fullmatch(raw)
     if match is None:
         return None
     _, whole, fraction, only_fraction, exponent = match.groups()

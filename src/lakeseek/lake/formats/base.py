@@ -8,12 +8,14 @@ A format is a module of this package registered by name (:func:`register_format`
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+
+from lakeseek.lake.schemas import widen
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,10 @@ class DataFile(ABC):
         return [self.num_rows]
 
     @abstractmethod
-    def read(self, columns: list[str]) -> pa.Table:
-        """These columns of every row, with the values a dataset of the file reads."""
+    def read(self, columns: list[str], types: Mapping[str, pa.DataType] | None = None) -> pa.Table:
+        """These columns of every row, with the values a dataset of the file reads. ``types``:
+        the lake's types of some of them, which a text file's values are read from their text
+        as (other formats leave them: their values are cast to the lake's types after)."""
 
     def statistics(self, columns: list[str]) -> dict[str, ColumnStatistics]:
         """The statistics the file records of those top-level ``columns`` it has (a format
@@ -99,6 +103,11 @@ class DataFormat(ABC):
     def view(self, dataset: ds.FileSystemDataset) -> Any:
         """``dataset`` as lakeseek reads it (Parquet: dates and timestamps as Spark reads them)."""
         return dataset
+
+    def common_type(self, a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+        """The type a column merges to that files of this format hold as ``a`` and as ``b``
+        (None: none), as Spark's reader of the format merges them."""
+        return widen(a, b)
 
     @abstractmethod
     def spark_read(self, reader: Any, uris: list[str], *, floats_filtered: bool = True) -> Any:

@@ -3,7 +3,7 @@ Spark rebases from the Julian calendar rebased (:mod:`lakeseek.lake.datetimes`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -47,7 +47,7 @@ class ParquetFile(DataFile):
         metadata = self.file.metadata
         return [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
 
-    def read(self, columns: list[str]) -> pa.Table:
+    def read(self, columns: list[str], types: Mapping[str, pa.DataType] | None = None) -> pa.Table:
         table = self.file.read(columns=columns, use_threads=False)
         rebase = file_rebase(self.file.metadata) if columns else None
         return table if rebase is None else rebase.apply(table)
