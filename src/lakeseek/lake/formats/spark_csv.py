@@ -54,7 +54,21 @@ _SPARK_DOUBLE_WORDS = {"NaN": float("nan"), "Inf": float("inf"), "-Inf": float("
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _PLAIN_INTEGERS = r"^-?[0-9]{1,18}$"
 _PLAIN_DATES = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-_PLAIN_TIMESTAMPS = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$"
+_ZONED_TIMESTAMPS = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?$"
+)
+# Text some parser may take: a number (digits of any script, NaN, Inf, Infinity, hex), a date or
+# timestamp (digits, or T before a time), a boolean. Any other value is a STRING.
+_MAYBE_TYPED = r"^[\x00-\x20\x7f]*([+-]?(\pN|\.|NaN|Inf)|T|(?i:true|false)$)"
+# What Spark's lenient timestamp text may be: a year of 4 to 6 digits, then the rest or nothing.
+_MAYBE_LENIENT_TIMESTAMP = r"^[\x00-\x20\x7f]*[+-]?[0-9]{4,6}(-|[\x00-\x20\x7f]*$)"
+# Numbers BigDecimal may take at scale 0 that are no BIGINT: past it, ``1.``, an exponent.
+_MAYBE_SCALE_ZERO = r"^[+-]?[0-9]{19,}$|^[+-]?[0-9]+\.$|^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+$"
+# Double.parseDouble's text (ASCII), blanks around it.
+_JAVA_DOUBLE_TEXT = (
+    r"^[\x00-\x20]*[+-]?(NaN|Infinity|(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
+    r"|0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?)[\x00-\x20]*$"
+)
 _PLAIN_DOUBLES = r"^-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?$"
 
 
@@ -70,6 +84,17 @@ class _Profile:
     timestamp: bool
     boolean: bool
 
+    _ORDER = ("int32", "int64", "precision", "double", "date", "timestamp", "boolean")
+
+    def bits(self) -> int:
+        """The parsers that take the value, one bit each in :data:`_ORDER`'s order."""
+        return sum(1 << i for i, name in enumerate(self._ORDER) if getattr(self, name) not in (False, None))
+
+    @classmethod
+    def of(cls, bits: int, precision: int) -> _Profile:
+        flags = {name: bool(bits >> i & 1) for i, name in enumerate(cls._ORDER)}
+        return cls(**{**flags, "precision": precision if flags["precision"] else None})
+
 
 # -- inference ---------------------------------------------------------------------------------------
 def infer_type(column: pa.Array | pa.ChunkedArray) -> pa.DataType:
@@ -78,43 +103,86 @@ def infer_type(column: pa.Array | pa.ChunkedArray) -> pa.DataType:
     values = values.drop_null()
     if len(values) == 0:
         return NULL
-    if pc.all(pc.match_substring_regex(values, _PLAIN_INTEGERS)).as_py():
-        numbers = pc.cast(values, BIGINT)
-        low, high = pc.min_max(numbers).values()
+    # Checks on the distinct values; the fold below, on the values in order, only where it matters.
+    distinct = pc.unique(values)
+    if pc.all(pc.match_substring_regex(distinct, _PLAIN_INTEGERS)).as_py():
+        low, high = pc.min_max(pc.cast(distinct, BIGINT)).values()
         return INT if _INT_RANGE[0] <= low.as_py() and high.as_py() <= _INT_RANGE[1] else BIGINT
     # Whole numbers and fractions in any order are DOUBLE, unless a whole number is past BIGINT
     # or a number is of scale 0 (``1.``, ``1.5e1``): then the fold below decides.
     if (
-        pc.any(pc.match_substring(values, ".")).as_py()
-        and pc.all(pc.match_substring_regex(values, _PLAIN_DOUBLES)).as_py()
-        and not pc.any(pc.match_substring_regex(values, r"^[+-]?[0-9]{19,}$|^[^eE]*\.$|[eE]")).as_py()
+        pc.any(pc.match_substring(distinct, ".")).as_py()
+        and pc.all(pc.match_substring_regex(distinct, _PLAIN_DOUBLES)).as_py()
+        and not pc.any(pc.match_substring_regex(distinct, r"^[+-]?[0-9]{19,}$|^[^eE]*\.$|[eE]")).as_py()
     ):
         return DOUBLE
-    for plain, to in ((_PLAIN_DATES, DATE), (_PLAIN_TIMESTAMPS, TIMESTAMP)):
-        if pc.all(pc.match_substring_regex(values, plain)).as_py() and _fast_convert(values, to) is not None:
-            return to
-    distinct = pc.unique(values)
-    profiles = [_profile(text) for text in distinct.to_pylist()]
-    kinds: dict[tuple, int] = {}
-    kind_of = np.array([kinds.setdefault(_kind(p), len(kinds)) for p in profiles], np.int64)
-    precisions = np.array([p.precision or 0 for p in profiles], np.int64)
+    if not pc.all(pc.match_substring_regex(distinct, _MAYBE_TYPED)).as_py():
+        return STRING  # a value no parser takes makes the column STRING, wherever it sits
+    # Two dots outside a timestamp's text (an address, a version): no number takes them either.
+    dotted = pc.and_(
+        pc.match_substring_regex(distinct, r"\..*\."),
+        pc.invert(pc.match_substring_regex(distinct, _MAYBE_LENIENT_TIMESTAMP)),
+    )
+    if pc.any(dotted).as_py():
+        return STRING
+    bits, precisions = _profiles(distinct)
+    if not bits.all():
+        return STRING
     rows = pc.index_in(values, value_set=distinct).to_numpy()
-    row_kinds = kind_of[rows]
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(row_kinds)) + 1])
+    row_bits = bits[rows]
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(row_bits)) + 1])
     widest = np.maximum.reduceat(precisions[rows], starts)
     found = NULL
     for start, precision in zip(starts.tolist(), widest.tolist(), strict=True):
-        one = profiles[rows[start]]
-        found = _infer_value(found, one if one.precision is None else _with_precision(one, precision))
+        found = _infer_value(found, _Profile.of(int(row_bits[start]), precision))
     return found
 
 
-def _with_precision(profile: _Profile, precision: int) -> _Profile:
-    return _Profile(**{**profile.__dict__, "precision": precision})
+def _profiles(distinct: pa.StringArray) -> tuple[np.ndarray, np.ndarray]:
+    """Per value, the parsers that take it (:meth:`_Profile.bits`) and BigDecimal's precision
+    at scale 0 (0: none): computed by Arrow for the shapes most text takes, by :func:`_profile`
+    for the rest (digits of other scripts, numbers of scale 0 that are no BIGINT, Spark's
+    lenient timestamp text)."""
+    integer = _matches(distinct, r"^[+-]?[0-9]{1,18}$")
+    numbers = np.zeros(len(distinct), np.int64)
+    precisions = np.zeros(len(distinct), np.int64)
+    if integer.any():
+        whole = distinct.filter(pa.array(integer))
+        numbers[integer] = pc.cast(pc.utf8_ltrim(whole, "+"), BIGINT).to_numpy()
+        digits = pc.utf8_length(pc.utf8_ltrim(pc.utf8_ltrim(whole, "+-"), "0")).to_numpy()
+        precisions[integer] = np.maximum(digits, 1)
+    int32 = integer & (numbers >= _INT_RANGE[0]) & (numbers <= _INT_RANGE[1])
+    words = pc.is_in(distinct, pa.array(list(_SPARK_DOUBLE_WORDS))).to_numpy(zero_copy_only=False)
+    double = _matches(distinct, _JAVA_DOUBLE_TEXT) | words
+    valid_day = pc.is_valid(pc.strptime(distinct, "%Y-%m-%d", "s", error_is_null=True))
+    date = _matches(distinct, _PLAIN_DATES) & valid_day.to_numpy(zero_copy_only=False)
+    iso = _matches(distinct, _ZONED_TIMESTAMPS)
+    timestamp = iso.copy()
+    if iso.any():
+        timestamp[iso] = pc.is_valid(_iso_timestamps(distinct.filter(pa.array(iso)))).to_numpy(zero_copy_only=False)
+    boolean = pc.is_in(pc.utf8_lower(distinct), pa.array(["true", "false"])).to_numpy(zero_copy_only=False)
+    bits = int32 * 1 | integer * 2 | integer * 4 | double * 8 | date * 16 | timestamp * 32 | boolean * 64
+    slow = ~pc.string_is_ascii(distinct).to_numpy(zero_copy_only=False) | _matches(distinct, _MAYBE_SCALE_ZERO)
+    slow |= _matches(distinct, _MAYBE_LENIENT_TIMESTAMP) & ~iso
+    for i in np.flatnonzero(slow).tolist():
+        profile = _profile(distinct[i].as_py())
+        bits[i], precisions[i] = profile.bits(), profile.precision or 0
+    return bits, precisions
 
 
-def _kind(profile: _Profile) -> tuple:
-    return (*(value for name, value in profile.__dict__.items() if name != "precision"), profile.precision is None)
+def _matches(values: pa.Array, pattern: str) -> np.ndarray:
+    return pc.match_substring_regex(values, pattern).to_numpy(zero_copy_only=False)
+
+
+def _iso_timestamps(values: pa.Array) -> pa.Array:
+    """ISO text with or without a zone (:data:`_ZONED_TIMESTAMPS`) as UTC instants (text
+    without a zone is in the UTC session's time); NULL where the day or time does not exist."""
+    zone = pc.match_substring_regex(values, r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)$")
+    text = pc.if_else(zone, values, pc.binary_join_element_wise(values, pa.scalar("Z"), ""))
+    try:
+        return pc.cast(text, TIMESTAMP)
+    except pa.ArrowInvalid:
+        return pa.array([None if v is None else _timestamp(v) for v in values.to_pylist()], BIGINT).cast(TIMESTAMP)
 
 
 def _infer_value(so_far: pa.DataType, value: _Profile) -> pa.DataType:
@@ -216,12 +284,13 @@ def _fast_convert(values: pa.Array, to: pa.DataType) -> pa.Array | None:
             return None
     if to == DOUBLE and pc.all(pc.match_substring_regex(present, _PLAIN_DOUBLES)).as_py():
         return pc.cast(values, to)
-    for plain, temporal, read_as in ((_PLAIN_DATES, DATE, DATE), (_PLAIN_TIMESTAMPS, TIMESTAMP, pa.timestamp("us"))):
-        if to == temporal and pc.all(pc.match_substring_regex(present, plain)).as_py():
-            try:
-                return pc.cast(values, read_as).cast(to)  # text without a zone is in the UTC session's time
-            except pa.ArrowInvalid:
-                return None
+    if to == DATE and pc.all(pc.match_substring_regex(present, _PLAIN_DATES)).as_py():
+        try:
+            return pc.cast(values, to)
+        except pa.ArrowInvalid:
+            return None
+    if to == TIMESTAMP and pc.all(pc.match_substring_regex(present, _ZONED_TIMESTAMPS)).as_py():
+        return _iso_timestamps(values)
     return None
 
 

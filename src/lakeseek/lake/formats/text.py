@@ -6,6 +6,7 @@ whether one file is read for an index or many for a query (:class:`TextDataset`)
 
 from __future__ import annotations
 
+import functools
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -31,14 +32,14 @@ _READERS = 8
 class TextFile(DataFile):
     """A text file as its format keeps it (``table``), with the types inferred for its columns."""
 
-    def __init__(self, table: pa.Table, schema: pa.Schema, data_format: TextFormat) -> None:
+    def __init__(self, table: pa.Table, data_format: TextFormat) -> None:
         self.table = table
-        self._schema = schema
         self._format = data_format
 
-    @property
+    @functools.cached_property
     def schema(self) -> pa.Schema:
-        return self._schema
+        # Inferred when asked: a read under the lake's types needs only the file's text.
+        return self._format.infer(self.table)
 
     @property
     def num_rows(self) -> int:
@@ -46,7 +47,7 @@ class TextFile(DataFile):
 
     def read(self, columns: list[str], types: Mapping[str, pa.DataType] | None = None) -> pa.Table:
         chosen = types or {}
-        fields = [pa.field(name, chosen.get(name, self._schema.field(name).type)) for name in columns]
+        fields = [pa.field(name, chosen[name] if name in chosen else self.schema.field(name).type) for name in columns]
         arrays = [self._format.convert(self.table.column(field.name), field.type) for field in fields]
         return pa.table(arrays, schema=pa.schema(fields))
 
@@ -65,7 +66,7 @@ class TextFormat(DataFormat):
         twice = next((name for name in names if names.count(name) > 1), None)
         if twice is not None:
             raise pa.ArrowInvalid(f"the file names column '{twice}' twice")
-        return TextFile(table, self.infer(table), self)
+        return TextFile(table, self)
 
     @abstractmethod
     def read_whole(self, file: pa.NativeFile, block_size: int) -> pa.Table:
@@ -104,7 +105,7 @@ class TextDataset:
         with fragment.filesystem.open_input_file(fragment.path) as file:
             opened = self._format.open(file, fragment.path)
         partition = ds.get_partition_keys(fragment.partition_expression)
-        present = set(opened.schema.names)
+        present = set(opened.table.column_names)
         stored = [field.name for field in self.schema if field.name in present and field.name not in partition]
         table = opened.read(stored, {name: self.schema.field(name).type for name in stored})
         rows = opened.num_rows
