@@ -4,13 +4,15 @@ reader infers it (pyarrow would take text shaped as a timestamp for one)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from lakeseek.lake.formats.base import register_format
-from lakeseek.lake.formats.text import TextFormat, in_microseconds
+from lakeseek.lake.formats.text import TextFormat, decompressed, in_microseconds
 
 
 def _timestamps_as_text(t: pa.DataType) -> pa.DataType:
@@ -24,6 +26,39 @@ def _timestamps_as_text(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def _past_bigint(column: pa.ChunkedArray) -> bool:
+    """Whether a DOUBLE column pyarrow inferred holds a value past BIGINT: the only case where
+    its numbers may all be whole, which Spark types as a DECIMAL instead."""
+    bounds = pc.min_max(column)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    return low is not None and (low < -(2.0**63) or high >= 2.0**63)
+
+
+def _whole_number_type(file: pa.NativeFile, name: str) -> pa.DataType:
+    """Spark's JSON type of the numbers of top-level field ``name``: DOUBLE if one has a
+    fraction or an exponent, else DECIMAL(p, 0) of the most digits (at least 20 where one
+    fits a BIGINT; DOUBLE past 38)."""
+    file.seek(0)
+    text = file.read().decode()
+    decoder = json.JSONDecoder(parse_int=lambda token: ("whole", token), parse_float=lambda token: ("fraction", token))
+    digits, fits, fraction = [0], False, False
+    position = 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position == len(text):
+            break
+        value, position = decoder.raw_decode(text, position)
+        number = value.get(name) if isinstance(value, dict) else None
+        if isinstance(number, tuple):
+            kind, token = number
+            fraction = fraction or kind == "fraction"
+            digits.append(len(token.lstrip("-")))
+            fits = fits or (kind == "whole" and -(2**63) <= int(token) < 2**63)
+    precision = max(*digits, 20 if fits else 0)
+    return pa.float64() if fraction or precision > 38 else pa.decimal128(precision, 0)
+
+
 class JsonFormat(TextFormat):
     name = "json"
     title = "JSON lines"
@@ -33,12 +68,22 @@ class JsonFormat(TextFormat):
         # newline at its end as one row of NULLs; this one also takes an object over several lines.
         read = pajson.ReadOptions(block_size=block_size)
         table = pajson.read_json(file, read_options=read, parse_options=pajson.ParseOptions(newlines_in_values=True))
-        text = pa.schema([field.with_type(_timestamps_as_text(field.type)) for field in table.schema])
-        if text.equals(table.schema):
+        spark = pa.schema([field.with_type(_timestamps_as_text(field.type)) for field in table.schema])
+        for position, field in enumerate(spark):
+            if pa.types.is_float64(field.type) and _past_bigint(table.column(position)):
+                spark = spark.set(position, field.with_type(_whole_number_type(file, field.name)))
+        if spark.equals(table.schema):
             return in_microseconds(table)
         file.seek(0)
-        parse = pajson.ParseOptions(explicit_schema=text, newlines_in_values=True)
+        parse = pajson.ParseOptions(explicit_schema=spark, newlines_in_values=True)
         return pajson.read_json(file, read_options=read, parse_options=parse)
+
+    def read_as(self, file: pa.NativeFile, path: str, schema: pa.Schema) -> pa.Table:
+        file, block = decompressed(file, path)
+        options = pajson.ParseOptions(
+            explicit_schema=schema, unexpected_field_behavior="ignore", newlines_in_values=True
+        )
+        return pajson.read_json(file, read_options=pajson.ReadOptions(block_size=block), parse_options=options)
 
     def infer(self, table: pa.Table) -> pa.Schema:
         return table.schema

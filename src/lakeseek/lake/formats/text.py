@@ -54,19 +54,19 @@ class TextFile(DataFile):
 
 class TextFormat(DataFormat):
     def open(self, file: pa.NativeFile, path: str) -> TextFile:
-        extension = path.rpartition(".")[2]
-        if extension in UNREAD_COMPRESSIONS:
-            raise pa.ArrowInvalid(f"compressed as .{extension}, which lakeseek does not read (.gz and .bz2 it does)")
-        codec = COMPRESSIONS.get(extension)
-        if codec is not None:
-            file = pa.BufferReader(pa.CompressedInputStream(file, codec).read())
-        block = min(LARGEST_BLOCK, max(SMALLEST_BLOCK, file.size() + 1))
+        file, block = decompressed(file, path)
         table = self.read_whole(file, block)
         names = table.schema.names
         twice = next((name for name in names if names.count(name) > 1), None)
         if twice is not None:
             raise pa.ArrowInvalid(f"the file names column '{twice}' twice")
         return TextFile(table, self)
+
+    def read_as(self, file: pa.NativeFile, path: str, schema: pa.Schema) -> pa.Table | None:
+        """Every row of ``file`` with the columns of ``schema`` read as its types (NULL where the
+        file lacks one), where the format reads them so in one pass; else None (then the file
+        is opened and read as :meth:`TextFile.read` reads it)."""
+        return None
 
     @abstractmethod
     def read_whole(self, file: pa.NativeFile, block_size: int) -> pa.Table:
@@ -102,13 +102,17 @@ class TextDataset:
         return iter(self._fragments)
 
     def _read(self, fragment: ds.Fragment) -> pa.Table:
-        with fragment.filesystem.open_input_file(fragment.path) as file:
-            opened = self._format.open(file, fragment.path)
         partition = ds.get_partition_keys(fragment.partition_expression)
-        present = set(opened.table.column_names)
-        stored = [field.name for field in self.schema if field.name in present and field.name not in partition]
-        table = opened.read(stored, {name: self.schema.field(name).type for name in stored})
-        rows = opened.num_rows
+        data = pa.schema([field for field in self.schema if field.name not in partition])
+        with fragment.filesystem.open_input_file(fragment.path) as file:
+            table = self._format.read_as(file, fragment.path, data)
+            if table is None:
+                opened = self._format.open(file, fragment.path)
+                present = set(opened.table.column_names)
+                stored = [field.name for field in data if field.name in present]
+                table = opened.read(stored, {name: data.field(name).type for name in stored})
+        stored = table.column_names
+        rows = table.num_rows
         columns = []
         for field in self.schema:
             if field.name in stored:
@@ -133,6 +137,17 @@ class TextDataset:
 
     def count_rows(self, filter=None) -> int:
         return self.to_table(filter=filter).num_rows
+
+
+def decompressed(file: pa.NativeFile, path: str) -> tuple[pa.NativeFile, int]:
+    """The file's text, decompressed as its extension says, and the block size to read it whole."""
+    extension = path.rpartition(".")[2]
+    if extension in UNREAD_COMPRESSIONS:
+        raise pa.ArrowInvalid(f"compressed as .{extension}, which lakeseek does not read (.gz and .bz2 it does)")
+    codec = COMPRESSIONS.get(extension)
+    if codec is not None:
+        file = pa.BufferReader(pa.CompressedInputStream(file, codec).read())
+    return file, min(LARGEST_BLOCK, max(SMALLEST_BLOCK, file.size() + 1))
 
 
 def in_microseconds(table: pa.Table) -> pa.Table:
