@@ -14,30 +14,40 @@ import pyarrow.csv as pacsv
 
 from lakeseek.lake.formats import spark_csv
 from lakeseek.lake.formats.base import register_format
-from lakeseek.lake.formats.text import TextFormat
+from lakeseek.lake.formats.text import TextFormat, decompressed
 
 _PARSE = pacsv.ParseOptions(newlines_in_values=True)
-_HEADER_BLOCK = 1 << 20
+# Blocks tried for the header line: small first (a block is parsed whole), larger if it is longer.
+_HEADER_BLOCKS = (1 << 14, 1 << 20)
+_ARROW_READS = (pa.int32(), pa.int64(), pa.float64(), pa.string())
 
 
-def _as_text(columns: int) -> pacsv.ConvertOptions:
+def _converted(types: dict[str, pa.DataType]) -> pacsv.ConvertOptions:
     return pacsv.ConvertOptions(
-        column_types={f"f{i}": pa.string() for i in range(columns)},
-        null_values=[""],
-        strings_can_be_null=True,
-        quoted_strings_can_be_null=True,
+        column_types=types, null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True
     )
 
 
-def _column_count(file: pa.NativeFile, block_size: int) -> int:
-    for block in (min(block_size, _HEADER_BLOCK), block_size):
-        file.seek(0)
+def _as_text(columns: int) -> pacsv.ConvertOptions:
+    return _converted({f"f{i}": pa.string() for i in range(columns)})
+
+
+def _header(file: pa.NativeFile, block_size: int) -> list[str | None]:
+    """The fields of the file's first line (its header), as written."""
+    for block in (*(min(block_size, b) for b in _HEADER_BLOCKS), block_size):
         try:
             read = pacsv.ReadOptions(block_size=block, autogenerate_column_names=True)
-            return len(pacsv.open_csv(file, read_options=read, parse_options=_PARSE).schema)
+            file.seek(0)
+            columns = len(pacsv.open_csv(file, read_options=read, parse_options=_PARSE).schema)
+            file.seek(0)
+            first = pacsv.open_csv(file, read_options=read, parse_options=_PARSE, convert_options=_as_text(columns))
+            batch = first.read_next_batch()
+            return [batch.column(i)[0].as_py() for i in range(columns)]
         except pa.ArrowInvalid:
             if block == block_size:
                 raise
+        except StopIteration:
+            return []
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -53,12 +63,39 @@ class CsvFormat(TextFormat):
     title = "CSV with a header line"
 
     def read_whole(self, file: pa.NativeFile, block_size: int) -> pa.Table:
-        columns = _column_count(file, block_size)
+        return self._read_body(file, block_size, {})
+
+    def read_as(self, file: pa.NativeFile, path: str, schema: pa.Schema) -> pa.Table | None:
+        # Arrow's reader reads these types straight from the text where every value is one
+        # Java reads the same (else it refuses the file, which is then read as text).
+        file, block = decompressed(file, path)
+        try:
+            table = self._read_body(file, block, {f.name: f.type for f in schema if f.type in _ARROW_READS})
+        except pa.ArrowInvalid:
+            return None
+        columns = []
+        for field in schema:
+            if field.name not in table.column_names:
+                columns.append(pa.nulls(table.num_rows, field.type))
+                continue
+            column = table.column(field.name)
+            columns.append(column if column.type.equals(field.type) else self.convert(column, field.type))
+        return pa.table(columns, schema=schema)
+
+    def _read_body(self, file: pa.NativeFile, block_size: int, types: dict[str, pa.DataType]) -> pa.Table:
+        """The rows after the header, columns named as Spark names them, those of ``types`` read
+        as those types by Arrow and the others as text."""
+        written = _header(file, block_size)
+        names = safe_header(written)
+        # Arrow names the columns as the header writes them: one written twice is read as text.
+        typed = {
+            raw or "": types.get(name, pa.string()) if written.count(raw) == 1 else pa.string()
+            for raw, name in zip(written, names, strict=True)
+        }
         file.seek(0)
-        read = pacsv.ReadOptions(block_size=block_size, autogenerate_column_names=True)
-        table = pacsv.read_csv(file, read_options=read, parse_options=_PARSE, convert_options=_as_text(columns))
-        header = [table.column(i)[0].as_py() for i in range(columns)] if table.num_rows else []
-        return table.slice(1).rename_columns(safe_header(header)) if header else table.slice(0, 0)
+        # Every column's type is given, so blocks of Arrow's default size (parsed in parallel) infer nothing.
+        table = pacsv.read_csv(file, parse_options=_PARSE, convert_options=_converted(typed))
+        return table.rename_columns(names)
 
     def infer(self, table: pa.Table) -> pa.Schema:
         # A column of NULLs stays NULL here, so that other files' values type it in the lake.

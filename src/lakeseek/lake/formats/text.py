@@ -107,6 +107,7 @@ class TextDataset:
         with fragment.filesystem.open_input_file(fragment.path) as file:
             table = self._format.read_as(file, fragment.path, data)
             if table is None:
+                file.seek(0)
                 opened = self._format.open(file, fragment.path)
                 present = set(opened.table.column_names)
                 stored = [field.name for field in data if field.name in present]
