@@ -35,19 +35,23 @@ def _as_text(columns: int) -> pacsv.ConvertOptions:
 def _header(file: pa.NativeFile, block_size: int) -> list[str | None]:
     """The fields of the file's first line (its header), as written."""
     for block in (*(min(block_size, b) for b in _HEADER_BLOCKS), block_size):
+        # Parsed from a copy of the file's start: Arrow's streaming reader reads ahead in a
+        # thread, which would move the file's position under the next read.
+        file.seek(0)
+        data = file.read(block)
+        whole = len(data) < block or file.tell() == file.size()
         try:
-            read = pacsv.ReadOptions(block_size=block, autogenerate_column_names=True)
-            file.seek(0)
-            columns = len(pacsv.open_csv(file, read_options=read, parse_options=_PARSE).schema)
-            file.seek(0)
-            first = pacsv.open_csv(file, read_options=read, parse_options=_PARSE, convert_options=_as_text(columns))
-            batch = first.read_next_batch()
-            return [batch.column(i)[0].as_py() for i in range(columns)]
+            read = pacsv.ReadOptions(block_size=max(len(data), 1), autogenerate_column_names=True, use_threads=False)
+            columns = len(pacsv.open_csv(pa.BufferReader(data), read_options=read, parse_options=_PARSE).schema)
+            text = pacsv.read_csv(
+                pa.BufferReader(data), read_options=read, parse_options=_PARSE, convert_options=_as_text(columns)
+            )
         except pa.ArrowInvalid:
-            if block == block_size:
+            if whole:
                 raise
-        except StopIteration:
-            return []
+            continue
+        if text.num_rows > 1 or whole:  # a second row began: the first one ended inside the block
+            return [text.column(i)[0].as_py() for i in range(columns)] if text.num_rows else []
     raise AssertionError("unreachable")  # pragma: no cover
 
 
