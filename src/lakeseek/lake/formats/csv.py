@@ -40,6 +40,8 @@ def _header(file: pa.NativeFile, block_size: int) -> list[str | None]:
         file.seek(0)
         data = file.read(block)
         whole = len(data) < block or file.tell() == file.size()
+        if not whole:  # up to the last line's end: a row cut by the block is a malformed one
+            data = data[: data.rfind(b"\n") + 1]
         try:
             read = pacsv.ReadOptions(block_size=max(len(data), 1), autogenerate_column_names=True, use_threads=False)
             columns = len(pacsv.open_csv(pa.BufferReader(data), read_options=read, parse_options=_PARSE).schema)
