@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from lakeseek.lake.formats import spark_csv
@@ -19,7 +20,7 @@ from lakeseek.lake.formats.text import TextFormat, decompressed
 _PARSE = pacsv.ParseOptions(newlines_in_values=True)
 # Blocks tried for the header line: small first (a block is parsed whole), larger if it is longer.
 _HEADER_BLOCKS = (1 << 14, 1 << 20)
-_ARROW_READS = (pa.int32(), pa.int64(), pa.float64(), pa.string())
+_ARROW_READS = (pa.int32(), pa.int64(), pa.float64(), pa.string(), pa.date32(), pa.timestamp("us", tz="UTC"))
 
 
 def _converted(types: dict[str, pa.DataType]) -> pacsv.ConvertOptions:
@@ -32,8 +33,9 @@ def _as_text(columns: int) -> pacsv.ConvertOptions:
     return _converted({f"f{i}": pa.string() for i in range(columns)})
 
 
-def _header(file: pa.NativeFile, block_size: int) -> list[str | None]:
-    """The fields of the file's first line (its header), as written."""
+def _start(file: pa.NativeFile, block_size: int) -> tuple[list[str | None], pa.Table]:
+    """The fields of the file's first line (its header) as written, and the rows of text after
+    it in the file's first block (columns ``f0``, ``f1``, ...)."""
     for block in (*(min(block_size, b) for b in _HEADER_BLOCKS), block_size):
         # Parsed from a copy of the file's start: Arrow's streaming reader reads ahead in a
         # thread, which would move the file's position under the next read.
@@ -53,8 +55,18 @@ def _header(file: pa.NativeFile, block_size: int) -> list[str | None]:
                 raise
             continue
         if text.num_rows > 1 or whole:  # a second row began: the first one ended inside the block
-            return [text.column(i)[0].as_py() for i in range(columns)] if text.num_rows else []
+            header = [text.column(i)[0].as_py() for i in range(columns)] if text.num_rows else []
+            return header, text.slice(1)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _timestamp_as_written(sample: pa.ChunkedArray) -> pa.DataType:
+    """The type Arrow reads a timestamp column as, by its first values: an instant where each
+    names its zone, a wall clock (then read in UTC, as the session) where none does, else text."""
+    zoned = pc.match_substring_regex(sample.drop_null(), r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)$")
+    if pc.all(zoned).as_py():
+        return spark_csv.TIMESTAMP
+    return pa.timestamp("us") if not pc.any(zoned).as_py() else pa.string()
 
 
 def safe_header(names: list[str | None]) -> list[str]:
@@ -85,14 +97,21 @@ class CsvFormat(TextFormat):
                 columns.append(pa.nulls(table.num_rows, field.type))
                 continue
             column = table.column(field.name)
-            columns.append(column if column.type.equals(field.type) else self.convert(column, field.type))
+            if not pa.types.is_string(column.type):  # Arrow's (a timestamp without a zone is in UTC)
+                columns.append(column.cast(field.type))
+            else:
+                columns.append(column if field.type == pa.string() else self.convert(column, field.type))
         return pa.table(columns, schema=schema)
 
     def _read_body(self, file: pa.NativeFile, block_size: int, types: dict[str, pa.DataType]) -> pa.Table:
         """The rows after the header, columns named as Spark names them, those of ``types`` read
-        as those types by Arrow and the others as text."""
-        written = _header(file, block_size)
+        by Arrow (a timestamp as the first block writes it: with or without a zone, else as text)
+        and the others as text."""
+        written, sample = _start(file, block_size)
         names = safe_header(written)
+        for position, name in enumerate(names):
+            if types.get(name) == spark_csv.TIMESTAMP:
+                types = {**types, name: _timestamp_as_written(sample.column(position))}
         # Arrow names the columns as the header writes them: one written twice is read as text.
         typed = {
             raw or "": types.get(name, pa.string()) if written.count(raw) == 1 else pa.string()
