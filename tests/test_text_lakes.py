@@ -471,3 +471,12 @@ def test_json_values_are_typed_as_spark_types_them(spark, tmp_path):
     for where in ("big = 12345678901234567890", "big = 5", "t = '2024-01-01 10:00:00'", "n = 3"):
         expected = sorted(row["id"] for row in frame.where(where).collect())
         assert sorted(index.read(where).column("id").to_pylist()) == expected, where
+
+
+def test_a_json_number_past_bigint_inside_a_nested_value_is_refused_in_one_line(tmp_path):
+    """pyarrow reads it as a DOUBLE (two such numbers compare equal), Spark as a DECIMAL where it
+    is whole; pyarrow's reading cannot tell which it was."""
+    files = {"a.json": '{"id": 1, "s": {"x": 12345678901234567890}, "l": [[12345678901234567891]]}\n'}
+    with pytest.raises(DataFileError, match="past BIGINT inside a nested value") as raised:
+        lakeseek.create_index(_lake_of(tmp_path, "json", files), ["id"], engine="local")
+    assert len(str(raised.value).splitlines()) == 1

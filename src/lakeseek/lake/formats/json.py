@@ -34,6 +34,20 @@ def _past_bigint(column: pa.ChunkedArray) -> bool:
     return low is not None and (low < -(2.0**63) or high >= 2.0**63)
 
 
+def _nested_past_bigint(column: pa.ChunkedArray | pa.Array) -> bool:
+    """Whether a struct or list column holds a DOUBLE past BIGINT at any depth."""
+    t = column.type
+    if pa.types.is_struct(t):
+        children = [pc.struct_field(column, [i]) for i in range(t.num_fields)]
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        children = [pc.list_flatten(column)]
+    else:
+        return False
+    return any(
+        _past_bigint(child) if pa.types.is_float64(child.type) else _nested_past_bigint(child) for child in children
+    )
+
+
 def _whole_number_type(file: pa.NativeFile, name: str) -> pa.DataType:
     """Spark's JSON type of the numbers of top-level field ``name``: DOUBLE if one has a
     fraction or an exponent, else DECIMAL(p, 0) of the most digits (at least 20 where one
@@ -72,6 +86,11 @@ class JsonFormat(TextFormat):
         for position, field in enumerate(spark):
             if pa.types.is_float64(field.type) and _past_bigint(table.column(position)):
                 spark = spark.set(position, field.with_type(_whole_number_type(file, field.name)))
+            elif _nested_past_bigint(table.column(position)):
+                raise pa.ArrowInvalid(
+                    f"field '{field.name}' holds a number past BIGINT inside a nested value, which Spark reads "
+                    "as a DECIMAL if it is whole and pyarrow as a DOUBLE: lakeseek cannot read it as Spark does"
+                )
         if spark.equals(table.schema):
             return in_microseconds(table)
         file.seek(0)
