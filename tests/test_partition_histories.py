@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import lakeseek
 from lakeseek.exceptions import LakeseekError, UnsupportedColumnError
+from tests.lakes import sql_literal
 
 pytestmark = pytest.mark.spark
 
@@ -45,25 +46,11 @@ def _plain(value):
     return value
 
 
-def _literal(value) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return str(value).upper()
-    if isinstance(value, dt.datetime):
-        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
-    if isinstance(value, dt.date):
-        return f"DATE '{value.isoformat()}'"
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    return repr(value)
-
-
 def _check(spark, root: str, handles: list[lakeseek.Index]) -> None:
     frame = spark.read.parquet(root)
     truth = sorted((row["id"], _plain(row["p"])) for row in frame.collect())
     values = sorted({p for _, p in truth if p is not None}, key=repr)
-    predicates = ["p IS NULL", "p IS NOT NULL"] + [f"p = {_literal(value)}" for value in values]
+    predicates = ["p IS NULL", "p IS NOT NULL"] + [f"p = {sql_literal(value)}" for value in values]
     for index in handles:
         rows = index.read("id >= 0", columns=["id", "p"])
         assert sorted((row["id"], _plain(row["p"])) for row in rows.to_pylist()) == truth
