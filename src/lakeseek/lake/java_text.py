@@ -15,11 +15,13 @@ from lakeseek.exceptions import LakeseekError
 JAVA_INTEGER = re.compile(r"[+-]?\d+")
 # Groups: sign, whole digits, their fraction digits, fraction digits alone (".5"), exponent.
 BIG_DECIMAL = re.compile(r"([+-]?)(?:(\d+)\.?(\d*)|\.(\d+))(?:[eE]([+-]?\d+))?")
-# Double.parseDouble's text once trimmed: ASCII digits only, a type suffix after a number.
-_JAVA_DOUBLE = re.compile(
+# Double.parseDouble's text once trimmed: ASCII digits only, a type suffix after a number (a
+# pattern both Python's and Arrow's regular expressions take).
+JAVA_DOUBLE_PATTERN = (
     r"[+-]?(NaN|Infinity|(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
     r"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?)"
 )
+_JAVA_DOUBLE = re.compile(JAVA_DOUBLE_PATTERN)
 # What Java's String.trim removes: every character up to the space.
 JAVA_BLANKS = "".join(map(chr, range(33)))
 

@@ -36,7 +36,14 @@ import pyarrow.compute as pc
 
 from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.types import days_from_civil, days_in_month
-from lakeseek.lake.java_text import BIG_DECIMAL, JAVA_BLANKS, JAVA_INTEGER, java_double, time_zone_of
+from lakeseek.lake.java_text import (
+    BIG_DECIMAL,
+    JAVA_BLANKS,
+    JAVA_DOUBLE_PATTERN,
+    JAVA_INTEGER,
+    java_double,
+    time_zone_of,
+)
 
 INT = pa.int32()
 BIGINT = pa.int64()
@@ -65,10 +72,7 @@ _MAYBE_LENIENT_TIMESTAMP = r"^[\x00-\x20\x7f]*[+-]?[0-9]{4,6}(-|[\x00-\x20\x7f]*
 # Numbers BigDecimal may take at scale 0 that are no BIGINT: past it, ``1.``, an exponent.
 _MAYBE_SCALE_ZERO = r"^[+-]?[0-9]{19,}$|^[+-]?[0-9]+\.$|^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+$"
 # Double.parseDouble's text (ASCII), blanks around it.
-_JAVA_DOUBLE_TEXT = (
-    r"^[\x00-\x20]*[+-]?(NaN|Infinity|(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
-    r"|0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?)[\x00-\x20]*$"
-)
+_JAVA_DOUBLE_TEXT = rf"^[\x00-\x20]*{JAVA_DOUBLE_PATTERN}[\x00-\x20]*$"
 _PLAIN_DOUBLES = r"^-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]{1,3})?$"
 
 
