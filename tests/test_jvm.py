@@ -8,6 +8,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -243,3 +245,13 @@ def test_a_frame_whose_partition_column_the_lake_retyped_refuses_to_read(registe
         == [2]
         == [row["id"] for row in registered.read.parquet(str(lake)).where("p = 2.5").collect()]
     )
+
+
+def test_a_lake_without_an_index_is_refused_in_one_line(registered, tmp_path):
+    """It was a 118-line Py4JJavaError holding the Python traceback of the planner's call back."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    pq.write_table(pa.table({"id": [1]}), lake / "part-0.parquet")
+    with pytest.raises(Exception, match="no lakeseek index at") as raised:
+        registered.read.format("lakeseek").load(str(lake))
+    assert len(str(raised.value).splitlines()) == 1

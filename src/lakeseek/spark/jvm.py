@@ -148,6 +148,14 @@ class IndexPlanner:
         self.jvm = jvm
 
     def schema(self, options: str) -> str:
+        """:meth:`_schema`, or REFUSED and why (a one-line error in Spark, not the traceback
+        of this call back)."""
+        try:
+            return self._schema(options)
+        except LakeseekError as error:
+            return REFUSED + str(error)
+
+    def _schema(self, options: str) -> str:
         """The lake's data columns as Spark reads them now (:func:`lakeseek.spark.spark_schema`):
         Spark infers the partition columns from its own listing, with its own settings
         (``recursiveFileLookup``, ``basePath``, partition type inference). A lake whose own

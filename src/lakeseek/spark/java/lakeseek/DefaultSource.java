@@ -86,7 +86,12 @@ public final class DefaultSource implements RelationProvider, SchemaRelationProv
     options.put("path", "file".equals(root.toUri().getScheme()) ? root.toUri().getPath() : root.toString());
     Planner current = planner();
     String json = toJson(options);
-    JsonNode described = readJson(current.schema(json));
+    String answer = current.schema(json);
+    if (answer.startsWith(Planner.REFUSED)) {
+      // An IllegalArgumentException reaches PySpark as its own, with the message alone.
+      throw new IllegalArgumentException(answer.substring(Planner.REFUSED.length()));
+    }
+    JsonNode described = readJson(answer);
     StructType lakeSchema =
         schema != null ? schema : (StructType) DataType.fromJson(described.get("schema").toString());
     Map<String, String> parquetOptions = new TreeMap<>(options);

@@ -10,7 +10,8 @@ public interface Planner {
   /**
    * The lake's schema and how Spark lists it, as JSON: {@code {"schema": StructType JSON,
    * "options": {read options Spark's listing of the lake needs}}}; options is a JSON object of the
-   * read options.
+   * read options. REFUSED and why, when the lake cannot be read this way (no index, or a lake
+   * Spark's Parquet scan does not read).
    */
   String schema(String options);
 
