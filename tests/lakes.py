@@ -433,3 +433,20 @@ def check_generated_predicates(index, rows: list[dict], data, draws: int = 5) ->
         where = to_sql(tree)
         assert ids(index.read(where, columns=["id"])) == ids(matching(rows, tree)), where
         assert set(index.files(where)) >= set(files_with(rows, tree)), where
+
+
+def forget_old_schemas(catalog, name: str) -> None:
+    """Expire every snapshot but the current one and remove the schemas none uses, as Java's
+    ``ExpireSnapshots.cleanExpiredMetadata(true)`` commits it (pyiceberg has no public call)."""
+    import datetime as dt
+
+    from pyiceberg.table.update import RemoveSchemasUpdate
+
+    catalog.load_table(name).maintenance.expire_snapshots().older_than(dt.datetime.now()).commit()
+    table = catalog.load_table(name)
+    unused = [
+        schema.schema_id for schema in table.metadata.schemas if schema.schema_id != table.metadata.current_schema_id
+    ]
+    with table.transaction() as transaction:
+        transaction._apply((RemoveSchemasUpdate(schema_ids=unused),))
+    assert len(catalog.load_table(name).metadata.schemas) == 1

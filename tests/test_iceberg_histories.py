@@ -2,13 +2,14 @@
 queries stay exact.
 
 Hypothesis draws an index kind and a sequence of table changes made by pyiceberg itself
-(appends, row deletes, overwrites, columns added, dropped and widened from int to long)
+(appends, row deletes, overwrites, columns added, dropped, widened from int to long and
+renamed, older snapshots expired and the schemas none uses removed)
 interleaved with refreshes. After every step, generated predicates over the table's columns
 (an added column no file holds yet among them: NULL in every row) go through a fresh
 ``open_index`` and through one handle kept since the create, and one of them through Spark
 (``to_spark`` and the JVM ``lakeseek`` format); each must return the rows DuckDB finds in the
-table as pyiceberg scans it. The one table lakeseek refuses, one that
-dropped a column and added another under its name, must be a one-line error, never rows.
+table as pyiceberg scans it. The tables lakeseek refuses, those that dropped a column and
+added another under its name or renamed one, must be a one-line error, never rows.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import random
 import duckdb
 import pyarrow as pa
 import pytest
-from hypothesis import given, note
+from hypothesis import example, given, note
 from hypothesis import strategies as st
 
 import lakeseek
-from tests.lakes import check_spark_front_ends, column_predicates, fuzz_settings
+from tests.lakes import check_spark_front_ends, column_predicates, forget_old_schemas, fuzz_settings
 
 pytest.importorskip("pyiceberg")
 pytestmark = pytest.mark.spark
@@ -30,6 +31,7 @@ pytestmark = pytest.mark.spark
 INDEXED = ["id", "name", "small"]
 EXTRAS = ["extra_long", "extra_text"]  # columns a history may add (and drop, and add again)
 DROPPABLE = ["name", "small", *EXTRAS]
+RENAMES = [("name", "label"), ("extra_text", "extra_word")]
 WORDS = ["ant", "bee", "cat", "Cat", "dög", "", "a%b", "x_y"]
 
 
@@ -97,6 +99,15 @@ class IcebergHistory:
             if isinstance(self.table.schema().find_field("small").field_type, IntegerType):
                 with self.table.update_schema() as update:
                     update.update_column("small", LongType())
+        elif action == "rename":  # a column renamed, or renamed back
+            pairs = [
+                (old, new) for old, new in RENAMES + [(b, a) for a, b in RENAMES] if old in names and new not in names
+            ]
+            if pairs:
+                with self.table.update_schema() as update:
+                    update.rename_column(*pairs[number % len(pairs)])
+        elif action == "forget":  # older snapshots expired, schemas no snapshot uses removed
+            forget_old_schemas(self.catalog, "ns.events")
         elif action == "refresh":
             self._lakeseek(
                 lambda: lakeseek.refresh_index(self.location, ["incremental", "full"][number % 2], engine="local")
@@ -138,13 +149,24 @@ class IcebergHistory:
 
 
 STEPS = st.tuples(
-    st.sampled_from(["append", "append", "delete", "overwrite", "add_column", "drop_column", "widen", "refresh"]),
+    st.sampled_from(
+        ["append", "append", "delete", "overwrite", "add_column", "drop_column", "widen", "rename", "forget", "refresh"]
+    ),
     st.integers(0, 10**6),
     st.integers(0, 10**6),
 )
 
 
 @fuzz_settings(6)
+# A rename the table's metadata no longer shows: only the data files' field ids tell it.
+# A handle kept from before reads the state a fresh one took after it (its source had planned
+# an older version): it answered with the old names, reading the renamed column as NULL.
+@example(kind="sorted", steps=[("rename", 0, 0), ("forget", 0, 0), ("append", 5, 3)], seed=7)
+@example(
+    kind="skipping",
+    steps=[("add_column", 0, 0), ("append", 5, 1), ("drop_column", 2, 0), ("add_column", 0, 0), ("forget", 0, 0)],
+    seed=3,
+)
 @given(
     kind=st.sampled_from(["sorted", "skipping", "cuckoo", "covering"]),
     steps=st.lists(STEPS, min_size=2, max_size=7),

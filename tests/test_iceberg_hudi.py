@@ -19,6 +19,7 @@ import pytest
 
 import lakeseek
 from lakeseek.io import counting
+from tests.lakes import forget_old_schemas
 
 WHERES = ["id = 7", "id = 1234", "id IN (3, 40, 77)", "name = 'n-3'", "name IS NULL", "id >= 30 AND id < 45"]
 
@@ -153,23 +154,6 @@ def test_renamed_and_re_added_nested_fields_are_refused(tmp_path):
             lakeseek.open_index(location).read("id = 1")
 
 
-def _forget_old_schemas(catalog, name: str) -> None:
-    """Expire every snapshot but the current one and remove the schemas none uses, as Java's
-    ``ExpireSnapshots.cleanExpiredMetadata(true)`` commits it (pyiceberg has no public call)."""
-    import datetime as dt
-
-    from pyiceberg.table.update import RemoveSchemasUpdate
-
-    catalog.load_table(name).maintenance.expire_snapshots().older_than(dt.datetime.now()).commit()
-    table = catalog.load_table(name)
-    unused = [
-        schema.schema_id for schema in table.metadata.schemas if schema.schema_id != table.metadata.current_schema_id
-    ]
-    with table.transaction() as transaction:
-        transaction._apply((RemoveSchemasUpdate(schema_ids=unused),))
-    assert len(catalog.load_table(name).metadata.schemas) == 1
-
-
 @pytest.mark.spark
 @pytest.mark.parametrize("change", ["rename", "drop and add again"])
 def test_a_column_changed_before_the_old_schemas_were_removed_is_refused_by_the_files_field_ids(
@@ -194,7 +178,7 @@ def test_a_column_changed_before_the_old_schemas_were_removed_is_refused_by_the_
         with iceberg.load_table("ns.events").update_schema() as update:
             update.add_column("name", StringType())
     iceberg.load_table("ns.events").append(_rows(500, 5).rename_columns(["id", new_name, "region"]))
-    _forget_old_schemas(iceberg, "ns.events")
+    forget_old_schemas(iceberg, "ns.events")
     refusal = "holds column 'name' \\(field id 2\\), and the table since "
     attempts = {
         "sorted": lambda: lakeseek.open_index(location, name="sorted").read(f"{new_name} IS NULL"),
@@ -233,7 +217,7 @@ def test_files_added_without_field_ids_are_checked_by_the_tables_name_mapping(tm
     _assert_exact(index, catalog.load_table("ns.events").scan().to_arrow())  # read by the mapping's names
     with catalog.load_table("ns.events").update_schema() as update:
         update.rename_column("name", "label")
-    _forget_old_schemas(catalog, "ns.events")
+    forget_old_schemas(catalog, "ns.events")
     with pytest.raises(lakeseek.UnsupportedLakeError, match="holds column 'name' \\(field id 2\\)"):
         lakeseek.open_index(location).read("label = 'n-3'")
 

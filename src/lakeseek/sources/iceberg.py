@@ -82,8 +82,12 @@ class IcebergSource(LakeSource):
         self._fields: dict[str, object] = {}
         # The current schema's columns, nested ones too, by field id: their names as ``a.b``;
         # and the field ids the table's name mapping gives the names in files written without ids.
+        # Both for the version ``_names_version``, which a check of files compares with the
+        # newest this source saw (``_seen_version``): a handle may read a state another took.
         self._names_by_id: dict[int, str] | None = None
         self._mapped_ids: dict[str, int] = {}
+        self._names_version: str | None = None
+        self._seen_version: str | None = None
 
     @property
     def uri(self) -> str:
@@ -99,6 +103,10 @@ class IcebergSource(LakeSource):
     def version(self, known: str | None = None) -> str | None:
         """The current metadata file: as the catalog names it (its URI), else the newest in
         ``metadata/`` (its name; ``version-hint.text`` names it where the table keeps one)."""
+        self._seen_version = self._current_version(known)
+        return self._seen_version
+
+    def _current_version(self, known: str | None) -> str:
         if self.catalog is not None:
             with table_errors(self, *_LIBRARY_ERRORS):
                 current = self._catalog_table().metadata_location
@@ -148,7 +156,7 @@ class IcebergSource(LakeSource):
         location = table.location().rstrip("/")
         files = {}
         self._fields = {field.name: field for field in table.schema().fields}
-        self._names_by_id = names_by_id
+        self._names_by_id, self._names_version = names_by_id, metadata
         self._data_files = {}
         for task in tasks:
             if task.delete_files:
@@ -173,6 +181,7 @@ class IcebergSource(LakeSource):
         4 KiB) has none, so its values can lie outside the bounds it writes."""
         if self._data_files is None or any(file not in self._data_files for file in files):
             self.snapshot()  # a process (a task) that has not planned the table yet
+        self._know_columns()
         conversions = table_library(self, "pyiceberg.conversions", "an Apache Iceberg")
         found: dict[str, dict[str, ColumnStatistics]] = {}
         for file in files:
@@ -213,16 +222,26 @@ class IcebergSource(LakeSource):
                     raise UnsupportedLakeError(f"Iceberg table {self.shown_root} {why}")
         return current
 
+    def _know_columns(self) -> None:
+        """The table's columns (names by field id, mapped ids, fields by name) as of the newest
+        version this source saw: a process (a task) that has not planned the table yet, or a
+        handle reading a state another handle took, has not read them for it."""
+        if self._names_by_id is not None and self._names_version == self._seen_version:
+            return
+        version = self._seen_version or self.version()
+        with table_errors(self, *_LIBRARY_ERRORS):
+            table = self._table(version)
+            self._names_by_id, self._mapped_ids = self._refuse_renamed_columns(table), _mapped_ids(table)
+        self._fields = {field.name: field for field in table.schema().fields}
+        self._names_version = version
+
     def check_columns(self, files: Sequence[str], stamps: Mapping[str, Stamp] | None = None) -> None:
         """Each file's columns by the field ids its Parquet schema gives them (read once per
         file and process: Iceberg never rewrites a file), against the table's: the table's
         schemas tell a rename only while its metadata keeps the older ones."""
         if not files:
             return
-        if self._names_by_id is None:  # a process (a task) that has not planned the table yet
-            with table_errors(self, *_LIBRARY_ERRORS):
-                table = self._table(self.version())
-                self._names_by_id, self._mapped_ids = self._refuse_renamed_columns(table), _mapped_ids(table)
+        self._know_columns()
         wanted = set(files)
         sizes = {path: stamp.size for path, stamp in (stamps or {}).items() if path in wanted}
         keys = {path: (self.storage.uri(self.path(path)), sizes.get(path)) for path in files}
