@@ -11,15 +11,18 @@ import datetime as dt
 import decimal
 import math
 import os
+import re
 
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lakeseek
+from lakeseek.exceptions import DataFileError
 from lakeseek.lake.formats import spark_csv
 
 FUZZ_EXAMPLES = os.environ.get("LAKESEEK_FUZZ_EXAMPLES")
+_REGION = re.compile(r"[0-9](UTC|GMT)?[ ]?[A-Za-z]{3,}")
 
 _DIGITS = st.text("0123456789", min_size=1, max_size=22)
 _WHOLE = st.builds(lambda sign, digits: sign + digits, st.sampled_from(["", "", "-", "+"]), _DIGITS)
@@ -86,7 +89,11 @@ def test_csv_columns_are_typed_and_read_as_spark_reads_them(spark, tmp_path_fact
         for r in range(rows):
             writer.writerow([column[r] if r < len(column) else "" for column in columns] + [r])
     lake = lakeseek.open_lake(str(root), source_format="csv")
-    index = lakeseek.create_index(lake, ["row"], engine="local")
+    try:
+        index = lakeseek.create_index(lake, ["row"], engine="local")
+    except DataFileError as error:  # Java's and Python's rules for region zones differ: refused
+        assert "region time zones" in str(error) and any(_REGION.search(v) for c in columns for v in c), error
+        return
     ours = index.read("row >= 0")
     frame = spark.read.options(header="true", inferSchema="true", multiLine="true", escape='"').csv(str(root))
     for field, column in zip(frame.schema.fields, columns, strict=False):

@@ -480,3 +480,69 @@ def test_a_json_number_past_bigint_inside_a_nested_value_is_refused_in_one_line(
     with pytest.raises(DataFileError, match="past BIGINT inside a nested value") as raised:
         lakeseek.create_index(_lake_of(tmp_path, "json", files), ["id"], engine="local")
     assert len(str(raised.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("file_format", "files", "wheres"),
+    [
+        # A CRLF inside quotes in a file of CRLF lines: Spark reads it as a newline.
+        ("csv", {"a.csv": b'id,v\r\n1,"x\r\ny"\r\n2,z\r\n'}, ["v LIKE 'x_y'", "id = 1"]),
+        # Years Java's strict date pattern takes: the column stays a DATE (it was a TIMESTAMP).
+        ("csv", {"a.csv": "id,d\n1,0000-01-01\n2,2020-01-01\n3,-0001-01-01\n4,+10000-01-01\n"}, ["d = '2020-01-01'"]),
+        # An offset past Java's 18:00 is no zone: the column is text (it was a timestamp of 15:59).
+        ("csv", {"a.csv": "id,t\n1,2020-01-01T10:00:00+18:01\n"}, ["t = '2020-01-01T10:00:00+18:01'"]),
+        # Whole numbers just below BIGINT's minimum: a DECIMAL (two rounded to one DOUBLE).
+        (
+            "json",
+            {"a.json": '{"id":1,"v":-9223372036854775809}\n{"id":2,"v":-9223372036854775808}\n'},
+            [
+                "v = -9223372036854775808",
+                "v < -9223372036854775808",
+            ],
+        ),
+    ],
+    ids=["crlf in quotes", "signed years", "offset past 18:00", "json past bigint's minimum"],
+)
+def test_text_read_as_spark_reads_it(spark, tmp_path, file_format, files, wheres):
+    """Found by a black-box hunt against Spark's CSV and JSON readers."""
+    index = lakeseek.create_index(_lake_of(tmp_path, file_format, files), ["id"], engine="local")
+    root = str(tmp_path / "lake")
+    options = {"header": "true", "inferSchema": "true", "multiLine": "true", "escape": '"'}
+    frame = spark.read.options(**options).csv(root) if file_format == "csv" else spark.read.json(root)
+    assert {f.name: f.dataType.simpleString() for f in frame.schema.fields} == {
+        name: spark_type for name, spark_type in _spark_names(index.schema).items()
+    }
+    for where in wheres:
+        expected = sorted(row["id"] for row in frame.where(where).collect())
+        assert sorted(index.read(where).column("id").to_pylist()) == expected, where
+
+
+def _spark_names(schema: pa.Schema) -> dict[str, str]:
+    from lakeseek.lake.schemas import spark_type
+
+    names = {"integer": "int", "long": "bigint"}
+    found = {}
+    for field in schema:
+        kind = spark_type(field.type)
+        kind = kind if isinstance(kind, str) else kind["type"]
+        found[field.name] = names.get(kind, kind).replace("timestamp_ntz", "timestamp")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("file_format", "files", "refusal"),
+    [
+        ("csv", {"a.csv": 'id,v\n1,"ab"cd\n2,"a\\"b"\n'}, "followed by other text"),
+        ("csv", {"a.csv": "id,t\n1,2020-01-01 10:00:00 Europe/Paris\n"}, "region time zones"),
+        ("csv", {"a.csv": "id,t\n1,1970-01-01 00:00:00 WET\n"}, "region time zones"),
+        ("json", {"a.json": '{"id":1,\n"v":2}\n{"id":3,"v":4}\n'}, "over several lines"),
+    ],
+    ids=["text after a closing quote", "region zone", "short region id", "object over two lines"],
+)
+def test_text_spark_reads_otherwise_is_refused_in_one_line(tmp_path, file_format, files, refusal):
+    """Spark keeps a malformed quoted value as written, reads region zones with Java's rules
+    (which differ from Python's before 1950 and in zones Java lacks) and makes an object over
+    two lines a corrupt record: lakeseek answered otherwise; it refuses such files now."""
+    with pytest.raises(DataFileError, match=refusal) as raised:
+        lakeseek.create_index(_lake_of(tmp_path, file_format, files), ["id"], engine="local")
+    assert len(str(raised.value).splitlines()) == 1

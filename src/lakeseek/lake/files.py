@@ -433,7 +433,7 @@ def _unreadable_file(source: LakeSource, paths: Sequence[str], error: Exception)
         return max(named, key=len)  # 'a/b.parquet' also contains 'b.parquet' of another directory
     for path in paths:
         try:
-            open_data_file(source, path)
+            open_data_file(source, path).schema  # noqa: B018  (a text file's types are inferred when asked)
         except _UNREADABLE:
             return path
     return None

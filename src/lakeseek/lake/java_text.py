@@ -80,12 +80,26 @@ def time_zone_of(name: str) -> dt.tzinfo:
     text = SHORT_IDS.get(name, name)
     if text in ("Z", "UTC", "GMT", "UT"):
         return dt.timezone.utc
-    offset = _OFFSET.fullmatch(text)
-    if offset:
-        sign = -1 if offset["sign"] == "-" else 1
-        hours, minutes, seconds = (int(offset[part] or 0) for part in ("hours", "minutes", "seconds"))
-        return dt.timezone(sign * dt.timedelta(hours=hours, minutes=minutes, seconds=seconds))
+    try:
+        seconds = zone_offset(text)
+    except ValueError as error:
+        raise LakeseekError(f"unknown time zone {name!r}: {error}") from error
+    if seconds is not None:
+        return dt.timezone(dt.timedelta(seconds=seconds))
     try:
         return ZoneInfo(text)
     except (ZoneInfoNotFoundError, ValueError) as error:
         raise LakeseekError(f"unknown time zone {name!r}") from error
+
+
+def zone_offset(text: str) -> int | None:
+    """The seconds east of UTC of an offset zone id (``+8``, ``-05:30``, ``GMT+8``, ``UTC+0800``);
+    None for any other text; ValueError past Java's ±18:00."""
+    offset = _OFFSET.fullmatch(text)
+    if offset is None:
+        return None
+    hours, minutes, seconds = (int(offset[part] or 0) for part in ("hours", "minutes", "seconds"))
+    if hours > 18 or minutes > 59 or seconds > 59 or hours * 3600 + minutes * 60 + seconds > 18 * 3600:
+        raise ValueError(f"the offset {text!r} is past Java's ±18:00")
+    total = hours * 3600 + minutes * 60 + seconds
+    return -total if offset["sign"] == "-" else total

@@ -7,6 +7,7 @@ one is ``_c<position>``, one named twice in any case is suffixed with its positi
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +21,10 @@ from lakeseek.lake.formats.text import TextFormat, decompressed
 _PARSE = pacsv.ParseOptions(newlines_in_values=True)
 # Blocks tried for the header line: small first (a block is parsed whole), larger if it is longer.
 _HEADER_BLOCKS = (1 << 14, 1 << 20)
+# RFC 4180 quoting: a quoted field ends at its delimiter or line end; an unquoted one may hold
+# quotes after its first character (read as written by Spark and Arrow alike).
+_FIELD = rb'(?>"(?:[^"]|"")*+"|[^,"\r\n][^,\r\n]*+|)'
+_WELL_QUOTED = re.compile(rb"(?:" + _FIELD + rb"(?:," + _FIELD + rb")*+(?:\r\n|\n|\r|\Z))*+\Z")
 _ARROW_READS = (pa.int32(), pa.int64(), pa.float64(), pa.string(), pa.date32(), pa.timestamp("us", tz="UTC"))
 
 
@@ -33,9 +38,9 @@ def _as_text(columns: int) -> pacsv.ConvertOptions:
     return _converted({f"f{i}": pa.string() for i in range(columns)})
 
 
-def _start(file: pa.NativeFile, block_size: int) -> tuple[list[str | None], pa.Table]:
-    """The fields of the file's first line (its header) as written, and the rows of text after
-    it in the file's first block (columns ``f0``, ``f1``, ...)."""
+def _start(file: pa.NativeFile, block_size: int) -> tuple[list[str | None], pa.Table, bool]:
+    """The fields of the file's first line (its header) as written, the rows of text after it
+    in the file's first block (columns ``f0``, ``f1``, ...), and whether that line ends in CRLF."""
     for block in (*(min(block_size, b) for b in _HEADER_BLOCKS), block_size):
         # Parsed from a copy of the file's start: Arrow's streaming reader reads ahead in a
         # thread, which would move the file's position under the next read.
@@ -56,14 +61,15 @@ def _start(file: pa.NativeFile, block_size: int) -> tuple[list[str | None], pa.T
             continue
         if text.num_rows > 1 or whole:  # a second row began: the first one ended inside the block
             header = [text.column(i)[0].as_py() for i in range(columns)] if text.num_rows else []
-            return header, text.slice(1)
+            first_line = data.split(b"\n", 1)[0]
+            return header, text.slice(1), first_line.endswith(b"\r")
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _timestamp_as_written(sample: pa.ChunkedArray) -> pa.DataType:
     """The type Arrow reads a timestamp column as, by its first values: an instant where each
     names its zone, a wall clock (then read in UTC, as the session) where none does, else text."""
-    zoned = pc.match_substring_regex(sample.drop_null(), r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)$")
+    zoned = pc.match_substring_regex(sample.drop_null(), rf"{spark_csv.ISO_OFFSET}$")
     if pc.all(zoned).as_py():
         return spark_csv.TIMESTAMP
     return pa.timestamp("us") if not pc.any(zoned).as_py() else pa.string()
@@ -81,6 +87,13 @@ class CsvFormat(TextFormat):
     title = "CSV with a header line"
 
     def read_whole(self, file: pa.NativeFile, block_size: int) -> pa.Table:
+        file.seek(0)
+        data = file.read()
+        if b'"' in data and not _WELL_QUOTED.fullmatch(data):
+            raise pa.ArrowInvalid(
+                "a quoted value is followed by other text before its delimiter (or holds a lone quote): "
+                "Spark keeps such a value as written, which lakeseek's reader does not"
+            )
         return self._read_body(file, block_size, {})
 
     def read_as(self, file: pa.NativeFile, path: str, schema: pa.Schema) -> pa.Table | None:
@@ -107,7 +120,7 @@ class CsvFormat(TextFormat):
         """The rows after the header, columns named as Spark names them, those of ``types`` read
         by Arrow (a timestamp as the first block writes it: with or without a zone, else as text)
         and the others as text."""
-        written, sample = _start(file, block_size)
+        written, sample, crlf = _start(file, block_size)
         names = safe_header(written)
         for position, name in enumerate(names):
             if types.get(name) == spark_csv.TIMESTAMP:
@@ -119,8 +132,14 @@ class CsvFormat(TextFormat):
         }
         file.seek(0)
         # Every column's type is given, so blocks of Arrow's default size (parsed in parallel) infer nothing.
-        table = pacsv.read_csv(file, parse_options=_PARSE, convert_options=_converted(typed))
-        return table.rename_columns(names)
+        table = pacsv.read_csv(file, parse_options=_PARSE, convert_options=_converted(typed)).rename_columns(names)
+        if not crlf:
+            return table
+        # A file whose lines end in CRLF: Spark's parser makes a CRLF inside quotes a newline too.
+        for position, column in enumerate(table.columns):
+            if pa.types.is_string(column.type):
+                table = table.set_column(position, names[position], pc.replace_substring(column, "\r\n", "\n"))
+        return table
 
     def infer(self, table: pa.Table) -> pa.Schema:
         # A column of NULLs stays NULL here, so that other files' values type it in the lake.

@@ -31,7 +31,7 @@ def _past_bigint(column: pa.ChunkedArray) -> bool:
     its numbers may all be whole, which Spark types as a DECIMAL instead."""
     bounds = pc.min_max(column)
     low, high = bounds["min"].as_py(), bounds["max"].as_py()
-    return low is not None and (low < -(2.0**63) or high >= 2.0**63)
+    return low is not None and (low <= -(2.0**63) or high >= 2.0**63)  # -2**63 - 1 rounds to -2**63
 
 
 def _nested_past_bigint(column: pa.ChunkedArray | pa.Array) -> bool:
@@ -82,6 +82,13 @@ class JsonFormat(TextFormat):
         # newline at its end as one row of NULLs; this one also takes an object over several lines.
         read = pajson.ReadOptions(block_size=block_size)
         table = pajson.read_json(file, read_options=read, parse_options=pajson.ParseOptions(newlines_in_values=True))
+        file.seek(0)
+        lines = sum(1 for line in file.read().split(b"\n") if line.strip())
+        if lines != table.num_rows:
+            raise pa.ArrowInvalid(
+                f"{lines} lines hold {table.num_rows} objects: an object over several lines is a corrupt record "
+                "to Spark's JSON lines reader, which lakeseek does not read"
+            )
         spark = pa.schema([field.with_type(_timestamps_as_text(field.type)) for field in table.schema])
         for position, field in enumerate(spark):
             if pa.types.is_float64(field.type) and _past_bigint(table.column(position)):

@@ -24,7 +24,6 @@ The text of each type, as Spark's parsers take it:
 
 from __future__ import annotations
 
-import datetime
 import decimal
 import functools
 import re
@@ -34,15 +33,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeseek.exceptions import LakeseekError
 from lakeseek.expressions.types import days_from_civil, days_in_month
 from lakeseek.lake.java_text import (
     BIG_DECIMAL,
     JAVA_BLANKS,
     JAVA_DOUBLE_PATTERN,
     JAVA_INTEGER,
+    SHORT_IDS,
     java_double,
-    time_zone_of,
+    zone_offset,
 )
 
 INT = pa.int32()
@@ -54,16 +53,19 @@ BOOLEAN = pa.bool_()
 STRING = pa.string()
 NULL = pa.null()
 _MAX_PRECISION = 38
+# Java's region zone ids (ZoneRegion's pattern).
+_REGION = re.compile(r"[A-Za-z][A-Za-z0-9~/._+-]+")
 _INT_RANGE = (-(2**31), 2**31 - 1)
 _BIGINT_RANGE = (-(2**63), 2**63 - 1)
 
 _SPARK_DOUBLE_WORDS = {"NaN": float("nan"), "Inf": float("inf"), "-Inf": float("-inf")}
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_DATE = re.compile(r"(-?[0-9]{4}|[+-][0-9]{5,})-([0-9]{2})-([0-9]{2})")
 _PLAIN_INTEGERS = r"^-?[0-9]{1,18}$"
 _PLAIN_DATES = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-_ZONED_TIMESTAMPS = (
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?$"
-)
+# An offset Java takes (to ±18:00) at the end of ISO text; Arrow takes larger ones.
+ISO_OFFSET = r"(Z|[+-](0[0-9]|1[0-7])(:?[0-5][0-9])?|[+-]18(:?00)?)"
+_ISO_LOCAL = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?"
+_ZONED_TIMESTAMPS = rf"^{_ISO_LOCAL}{ISO_OFFSET}?$"
 # Text some parser may take: a number (digits of any script, NaN, Inf, Infinity, hex), a date or
 # timestamp (digits, or T before a time), a boolean. Any other value is a STRING.
 _MAYBE_TYPED = r"^[\x00-\x20\x7f]*([+-]?(\pN|\.|NaN|Inf)|T|(?i:true|false)$)"
@@ -181,7 +183,7 @@ def _matches(values: pa.Array, pattern: str) -> np.ndarray:
 def _iso_timestamps(values: pa.Array) -> pa.Array:
     """ISO text with or without a zone (:data:`_ZONED_TIMESTAMPS`) as UTC instants (text
     without a zone is in the UTC session's time); NULL where the day or time does not exist."""
-    zone = pc.match_substring_regex(values, r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)$")
+    zone = pc.match_substring_regex(values, rf"{ISO_OFFSET}$")
     text = pc.if_else(zone, values, pc.binary_join_element_wise(values, pa.scalar("Z"), ""))
     try:
         return pc.cast(text, TIMESTAMP)
@@ -320,13 +322,16 @@ def _double(text: str) -> float | None:
     return _SPARK_DOUBLE_WORDS[text] if text in _SPARK_DOUBLE_WORDS else java_double(text)
 
 
-def _strict_date(text: str) -> datetime.date | None:
-    if not _DATE.fullmatch(text):
+def _strict_date(text: str) -> int | None:
+    """Days since 1970-01-01 of Spark's ``yyyy-MM-dd`` (Java's ``uuuu``: four digits, a sign
+    before more, or a minus before four), a real day; else None."""
+    match = _DATE.fullmatch(text)
+    if match is None:
         return None
-    try:
-        return datetime.date.fromisoformat(text)
-    except ValueError:
+    year, month, day = int(match[1]), int(match[2]), int(match[3])
+    if not (1 <= month <= 12 and 1 <= day <= days_in_month(year, month)):
         return None
+    return days_from_civil(year, month, day)
 
 
 def _boolean(text: str) -> bool | None:
@@ -364,7 +369,7 @@ def _timestamp(text: str) -> int | None:
         return None
     days = days_from_civil(year, month, day)
     local = ((days * 24 + hour) * 60 + minute) * 60 + second
-    offset = _offset_seconds(zone, year, month, day, hour, minute, second)
+    offset = _offset_seconds(zone)
     if offset is None:
         return None
     return (local - offset) * 1_000_000 + micros
@@ -448,13 +453,24 @@ def _timestamp_parts(text: str) -> tuple[list[int], str | None] | None:
     return segments, zone
 
 
-def _offset_seconds(zone: str | None, *local: int) -> int | None:
-    """The zone's offset from UTC at that local time; None where Java has no such zone."""
+def _offset_seconds(zone: str | None) -> int | None:
+    """The zone's offset from UTC (Spark's ``getZoneId``, then Java's ``ZoneId.of``); None where
+    Java has no such zone. A region (``Europe/Paris``, ``PST``) is refused: Java's zone rules,
+    which Spark reads the text with, and Python's differ for some dates."""
     if zone is None:
         return 0  # a UTC session
+    name = re.sub(r"([+-])([0-9]):", r"\g<1>0\2:", zone.strip(), count=1)
+    name = re.sub(r"([+-])([0-9]{2}):([0-9])$", r"\1\2:0\3", name, count=1)
+    name = SHORT_IDS.get(name, name)
+    if name in ("Z", "UTC", "GMT", "UT"):
+        return 0
     try:
-        moment = datetime.datetime(*local, tzinfo=time_zone_of(zone.strip()))
-    except (LakeseekError, ValueError, OSError):
+        seconds = zone_offset(name)
+    except ValueError:
         return None
-    shift = moment.utcoffset()
-    return None if shift is None else int(shift.total_seconds())
+    if seconds is not None or not _REGION.fullmatch(name):
+        return seconds
+    raise pa.ArrowInvalid(
+        f"a timestamp in the time zone {zone.strip()!r}: Spark reads it with Java's zone rules, which differ "
+        "from Python's for some dates, so lakeseek does not read timestamps in region time zones (offsets it does)"
+    )
