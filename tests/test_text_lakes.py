@@ -546,3 +546,16 @@ def test_text_spark_reads_otherwise_is_refused_in_one_line(tmp_path, file_format
     with pytest.raises(DataFileError, match=refusal) as raised:
         lakeseek.create_index(_lake_of(tmp_path, file_format, files), ["id"], engine="local")
     assert len(str(raised.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize("file_format", FORMATS)
+def test_a_column_no_file_holds_a_value_of_reads_through_spark(spark, tmp_path, file_format):
+    """It is NULL-typed (VOID) to lakeseek, which Spark's CSV and JSON readers refuse to read
+    with (UNSUPPORTED_DATA_TYPE_FOR_DATASOURCE): to_spark failed on every query of the lake."""
+    import lakeseek.spark
+
+    files = {"a.csv": "id,c\n1,\n2,\n"} if file_format == "csv" else {"a.json": '{"id": 1, "c": null}\n{"id": 2}\n'}
+    index = lakeseek.create_index(_lake_of(tmp_path, file_format, files), ["id"], engine="local")
+    for where, ids in (("c IS NULL", [1, 2]), ("id = 1", [1])):
+        rows = lakeseek.spark.to_spark(index, spark, where).collect()
+        assert sorted(row["id"] for row in rows) == ids and all(row["c"] is None for row in rows), where

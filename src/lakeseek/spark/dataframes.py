@@ -21,7 +21,7 @@ from lakeseek.lake.schemas import column_ids
 from lakeseek.locate import FILE
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, DataFrameReader, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
     from lakeseek.index import Index
@@ -67,11 +67,9 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
     if not chosen.files:
         frame = spark.createDataFrame([], schema)
     else:
-        # basePath is taken as it is, never as a glob pattern.
-        reader = spark.read.schema(schema).option("basePath", index.lake.uri)
         lake_schema = index.schema_of(state)
         floats = any(pa.types.is_floating(field.type) for field in lake_schema if field.name in predicate.columns())
-        frame = read_files(spark, index.lake, reader, chosen.files, state.files, floats_filtered=floats)
+        frame = read_files(spark, index.lake, schema, chosen.files, state.files, floats_filtered=floats)
         frame = frame.where(to_spark_sql(where))
     if columns is None:
         return frame
@@ -154,8 +152,7 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
             rows = rows.join(F.broadcast(live), ROW_FILE, "left_semi")
         parts.append(rows.drop(ROW_FILE))
     if state.unindexed:
-        reader = spark.read.schema(schema).option("basePath", index.lake.uri)
-        frame = read_files(spark, index.lake, reader, sorted(state.unindexed), state.files, floats_filtered=floats)
+        frame = read_files(spark, index.lake, schema, sorted(state.unindexed), state.files, floats_filtered=floats)
         parts.append(frame.select(*carried_schema.fieldNames()))
     if not parts:
         return spark.createDataFrame([], carried_schema)
@@ -201,24 +198,28 @@ def _widens(old, new) -> bool:
 def read_files(
     spark: SparkSession,
     lake: LakeSource,
-    reader: DataFrameReader,
+    schema: StructType,
     files: list[str],
     stamps: Mapping[str, Stamp],
     *,
     floats_filtered: bool = True,
 ) -> DataFrame:
-    """Spark's reader of the lake's format (``reader``: schema and options set) over these
-    files of the lake, without the rows the lake deleted from them (see
-    :meth:`lakeseek.sources.base.LakeSource.deleted_rows`): those are told apart by the row's
-    position in its Parquet file (``_metadata.row_index``). ``floats_filtered``: whether the
-    query may filter on a floating-point column (see DataFormat.spark_read)."""
+    """Spark's reader of the lake's format over these files of the lake, with the lake's
+    ``schema`` (partition values taken below the lake's root), without the rows the lake
+    deleted from them (see :meth:`lakeseek.sources.base.LakeSource.deleted_rows`): those are
+    told apart by the row's position in its Parquet file (``_metadata.row_index``).
+    ``floats_filtered``: whether the query may filter on a floating-point column (see
+    DataFormat.spark_read)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import NullType
 
     misread = lake.spark_misread_partitions(files)
     if misread is not None:
         raise UnsupportedLakeError(misread)
     lake.check_columns(files, stamps)
-    listing = reader.options(**lake.spark_listing_options)
+    read_as = lake.data_format.spark_reading_schema(schema)
+    # basePath is taken as it is, never as a glob pattern.
+    listing = spark.read.schema(read_as).option("basePath", lake.uri).options(**lake.spark_listing_options)
 
     def spark_read(uris: list[str]) -> DataFrame:
         return lake.data_format.spark_read(listing, uris, floats_filtered=floats_filtered)
@@ -231,7 +232,13 @@ def read_files(
         positions = arrow_frame(spark, pa.table({_ROW: pa.array(rows, pa.int64())}))
         with_positions = frame.withColumn(_ROW, F.col("_metadata.row_index"))
         frames.append(with_positions.join(F.broadcast(positions), _ROW, "left_anti").drop(_ROW))
-    return functools.reduce(lambda a, b: a.unionByName(b), frames)
+    frame = functools.reduce(lambda a, b: a.unionByName(b), frames)
+    for field, read in zip(schema.fields, read_as.fields, strict=True):
+        if field.dataType != read.dataType:  # read as another type by the format's reader
+            # Spark casts nothing to NULL's type (VOID): such a column holds NULL in every file.
+            value = F.lit(None) if isinstance(field.dataType, NullType) else frame[_quoted(field.name)]
+            frame = frame.withColumn(field.name, value.cast(field.dataType))
+    return frame
 
 
 _ROW = "__lakeseek_row_index"
@@ -279,12 +286,10 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
         live = arrow_frame(spark, lineage)
         # distinct: with row-group precision a key has one entry per row group of a file.
         parts.append(_matching(entries, wanted).join(F.broadcast(live), FILE_ID).select(KEY, FILE).distinct())
-    base = lake.uri
     schema = spark_schema(index) if unindexed else None
     for path in unindexed:
         uri = lake.file_uri(path)
-        reader = spark.read.option("basePath", base).schema(schema)
-        rows = read_files(spark, lake, reader, [path], state.files, floats_filtered=False)  # joined, not filtered
+        rows = read_files(spark, lake, schema, [path], state.files, floats_filtered=False)  # joined, not filtered
         values = rows.select(F.col(column).alias(KEY)).distinct()
         held = _matching(values, wanted).withColumn(FILE, F.lit(uri))
         parts.append(held)

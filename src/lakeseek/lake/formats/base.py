@@ -109,6 +109,11 @@ class DataFormat(ABC):
         (None: none), as Spark's reader of the format merges them."""
         return widen(a, b)
 
+    def spark_reading_schema(self, schema: Any) -> Any:
+        """The schema (a pyspark StructType) Spark's reader of the format reads the lake's
+        ``schema`` with; a column read as another type is cast back to the lake's."""
+        return schema
+
     @abstractmethod
     def spark_read(self, reader: Any, uris: list[str], *, floats_filtered: bool = True) -> Any:
         """The DataFrame Spark's own reader (``reader``: a DataFrameReader with the schema set)

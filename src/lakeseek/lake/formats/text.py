@@ -86,6 +86,18 @@ class TextFormat(DataFormat):
     def view(self, dataset: ds.FileSystemDataset) -> TextDataset:
         return TextDataset(dataset, self)
 
+    def spark_reading_schema(self, schema: Any) -> Any:
+        # A column no file holds a value of is NULL to lakeseek; Spark's text readers take no
+        # NULL type (VOID) and infer such a column as STRING.
+        from pyspark.sql.types import NullType, StringType, StructField, StructType
+
+        return StructType(
+            [
+                StructField(f.name, StringType(), f.nullable, f.metadata) if isinstance(f.dataType, NullType) else f
+                for f in schema.fields
+            ]
+        )
+
 
 class TextDataset:
     """The part of a pyarrow dataset lakeseek uses (``schema``, ``to_table``, ``to_batches``,
