@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 from lakeseek.lake.formats.base import register_format
-from lakeseek.lake.formats.text import TextFormat, decompressed, in_microseconds
+from lakeseek.lake.formats.text import TextFormat, decompressed
 
 
 def _timestamps_as_text(t: pa.DataType) -> pa.DataType:
@@ -99,7 +99,7 @@ class JsonFormat(TextFormat):
                     "as a DECIMAL if it is whole and pyarrow as a DOUBLE: lakeseek cannot read it as Spark does"
                 )
         if spark.equals(table.schema):
-            return in_microseconds(table)
+            return table
         file.seek(0)
         parse = pajson.ParseOptions(explicit_schema=spark, newlines_in_values=True)
         return pajson.read_json(file, read_options=read, parse_options=parse)

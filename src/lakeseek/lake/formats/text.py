@@ -161,17 +161,3 @@ def decompressed(file: pa.NativeFile, path: str) -> tuple[pa.NativeFile, int]:
     if codec is not None:
         file = pa.BufferReader(pa.CompressedInputStream(file, codec).read())
     return file, min(LARGEST_BLOCK, max(SMALLEST_BLOCK, file.size() + 1))
-
-
-def in_microseconds(table: pa.Table) -> pa.Table:
-    """Timestamps in microseconds, as Spark holds them: whole seconds and nanoseconds (which
-    pyarrow infers from text) would merge across files into nanoseconds, which end in 2262.
-    A column with digits past the microsecond keeps its nanoseconds."""
-    for position, field in enumerate(table.schema):
-        if pa.types.is_timestamp(field.type) and field.type.unit != "us":
-            try:
-                column = table.column(position).cast(pa.timestamp("us", field.type.tz))
-            except pa.ArrowInvalid:
-                continue
-            table = table.set_column(position, field.with_type(column.type), column)
-    return table
