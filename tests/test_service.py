@@ -9,6 +9,7 @@ import json
 import os
 import random
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -274,6 +275,31 @@ def test_bad_requests_are_one_line_json_errors(server, method, path, params, bod
     error = json.loads(answer)
     assert error["status"] == status and message in error["error"], error
     assert "\n" not in error["error"] and "Traceback" not in error["error"]
+
+
+def test_requests_the_http_parser_refuses_are_one_line_json_errors(server):
+    """uvicorn answers these itself, before the application sees them."""
+    where = "id IN (" + ", ".join(str(key) for key in range(20_000)) + ")"  # a URL of 150 kB
+    status, headers, answer = call(server, "GET", "/v1/lakes/events/files", params={"where": where})
+    assert status == 414 and headers["content-type"] == "application/json"
+    error = json.loads(answer)
+    assert error["status"] == 414 and "over the 65,535" in error["error"] and "POST the parameters" in error["error"]
+    status, _, answer = call(server, "POST", "/v1/lakes/events/files", body={"where": where})
+    assert status == 200, answer
+    address = urllib.parse.urlsplit(server)
+    with socket.create_connection((address.hostname, address.port), timeout=30) as connection:
+        connection.sendall(b"GET /healthz HTTP/1.1\r\nno colon in this header\r\n\r\n")
+        head, _, body = _read_all(connection).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ") and b"content-type: application/json" in head
+    error = json.loads(body)
+    assert error["status"] == 400 and error["error"].startswith("malformed HTTP request"), error
+
+
+def _read_all(connection: socket.socket) -> bytes:
+    answer = b""
+    while chunk := connection.recv(65536):
+        answer += chunk
+    return answer
 
 
 def _arrow_keys_with_an_offset_past_the_data() -> bytes:

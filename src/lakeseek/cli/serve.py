@@ -90,6 +90,7 @@ def serve(
         uvicorn.run(
             "lakeseek.service.app:create_app",
             factory=True,
+            http="lakeseek.service.protocol:JsonErrorsProtocol",
             host=host,
             port=port,
             workers=workers,

@@ -360,7 +360,11 @@ def error_response(error: BaseException) -> Response:
 
 
 def _error(status: int, message: str) -> Response:
-    line = " ".join(str(message).split())[:1000]
     # A 401 names the scheme that would be let in (RFC 9110).
     headers = {"WWW-Authenticate": 'Bearer realm="lakeseek"'} if status == 401 else None
-    return JSONResponse({"error": line, "status": status}, status_code=status, headers=headers)
+    return JSONResponse(error_document(status, message), status_code=status, headers=headers)
+
+
+def error_document(status: int, message: str) -> dict[str, Any]:
+    """The body of every error the service answers: the message in one line, and the status."""
+    return {"error": " ".join(str(message).split())[:1000], "status": status}
