@@ -22,6 +22,7 @@ import lakeseek.spark
 from lakeseek.cli.main import main
 from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.io.hadoop import literal_path
+from lakeseek.lake.files import reading_data_files
 from lakeseek.spark import spark_schema, to_spark
 
 pytestmark = pytest.mark.spark
@@ -372,6 +373,19 @@ def test_file_removed_from_a_kept_listing_is_listed_again_or_named(spark, tmp_pa
         with pytest.raises(lakeseek.DataFileChangedError) as raised:
             query("TRUE")
         _one_line_error_naming(raised.value, "p=2/part-0.parquet")
+
+
+@pytest.mark.parametrize("message", ["Object at location {key} not found: NoSuchKey", "Not found"])
+def test_a_file_not_found_then_back_is_a_change_to_run_again(tmp_path, message):
+    """A file deleted and put back while a query reads it (on S3, the same bytes within a
+    second keep the file's stamp): the read's not-found error, whether it names the key or
+    not, is a change to run again, never a raw error or a damaged file."""
+    root = str(tmp_path / "lake")
+    _small_lake(root)
+    lake = lakeseek.open_lake(root)
+    files = ["p=1/part-0.parquet", "p=2/part-0.parquet"]
+    with pytest.raises(lakeseek.DataFileChangedError, match=r"while it was read"), reading_data_files(lake, files):
+        raise FileNotFoundError(message.format(key=lake.path(files[-1])))
 
 
 @pytest.fixture(scope="module")

@@ -368,14 +368,16 @@ def reading_data_files(
             source.check_unchanged(stamps)  # a file replaced under the read explains any failure
         culprit = _unreadable_file(source, paths, error)
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        if culprit is None and any(sign in reason for sign in _PARQUET_DAMAGE):
+        # Every path was listed, so one not found vanished after the listing (and may be back).
+        vanished = isinstance(error, FileNotFoundError)
+        if culprit is None and (vanished or any(sign in reason for sign in _PARQUET_DAMAGE)):
             # Every file reads whole again: one was rewritten in place while the query read it.
             changed = f"a data file changed while it was read ({reason}): run it again"
             raise DataFileChangedError(changed) from error
         if culprit is None:
             raise
         location = source.shown(culprit)
-        if not source.storage.is_file(source.path(culprit)):
+        if vanished or not source.storage.is_file(source.path(culprit)):
             raise DataFileChangedError(f"data file {location} was removed while it was read: run it again") from error
         if source.path(culprit) in reason:
             reason = reason.split(source.path(culprit), 1)[-1].lstrip("': ") or reason
