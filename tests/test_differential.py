@@ -546,6 +546,8 @@ LITERAL_TYPING = [
     # A string cast to DOUBLE as Java parses it; in an IN list, to the type the other members make.
     "f64 = '1.5d'",
     "f64 <= '0x1p3'",
+    "f64 <> '\x01 1.5'",  # Java's trim takes every character up to the space
+    "f64 <> ' Inf '",
     "i32 IN ('5.0', 0.3D)",
     "i32 NOT IN (1.5, '114')",
     # With a decimal member, a string is cast to the exact decimal the list makes, not to a
@@ -569,6 +571,8 @@ SPARK_REFUSES = [
     "i32 = -(-2147483648)",
     "i8 = -(-128Y)",
     "f64 = '1_000'",
+    "f64 = '-nan'",  # Java's NaN has a sign, Spark's nan none
+    "f64 = '\u00a01.5'",  # not a space to Java
     "dec > '1_0'",
     "i32 = CAST('5.0' AS INT)",
 ]

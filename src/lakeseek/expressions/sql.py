@@ -44,9 +44,9 @@ from lakeseek.expressions.types import (
     epoch_micros,
     exact_decimal,
     integer_literal_type,
-    java_double,
     parse_date,
     parse_timestamp,
+    spark_double,
     timestamp_text,
 )
 
@@ -380,7 +380,7 @@ def _typed(node: exp.Cast) -> Literal:
     arrow_type = _NUMERIC_TYPES.get(target)
     if arrow_type is not None and pa.types.is_floating(arrow_type) and inner.kind == "string":
         try:  # CAST('NaN' AS DOUBLE), CAST('-Infinity' AS FLOAT)
-            return _float(java_double(inner.value), arrow_type)
+            return _float(spark_double(inner.value), arrow_type)
         except ValueError as error:
             raise PredicateParseError(f"malformed number {inner.value!r}") from error
     if target == exp.DataType.Type.DECIMAL and inner.kind == "string":

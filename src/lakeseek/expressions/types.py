@@ -19,6 +19,7 @@ from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 import pyarrow as pa
 
 from lakeseek.exceptions import PredicateParseError, PredicateTypeError
+from lakeseek.expressions.java_text import JAVA_BLANKS, java_double
 
 MAX_DECIMAL_PRECISION = 38
 # Integer types as exact decimals: Spark's precision for each (a long is decimal(20, 0)).
@@ -266,26 +267,22 @@ def _offset(zone: str | None, text: str) -> dt.timedelta:
 
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")  # ASCII digits: int() takes any script's
 _DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_DECIMAL_FLOAT = re.compile(_DECIMAL_TEXT.pattern + "[fFdD]?")  # Java's: a d or f may end it
-_HEX_FLOAT = re.compile(r"([+-]?)0[xX]((?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?")
-_SPECIAL_FLOATS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf}
-_SPECIAL_FLOATS |= {"-inf": -math.inf, "-infinity": -math.inf, "nan": math.nan, "+nan": math.nan, "-nan": math.nan}
+# Spark's words for the special values of a string cast to DOUBLE, once trimmed and lower-cased
+# (Cast.processFloatingPointSpecialLiterals); Java's own NaN and Infinity are case-sensitive.
+_SPARK_FLOAT_WORDS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf}
+_SPARK_FLOAT_WORDS |= {"-inf": -math.inf, "-infinity": -math.inf, "nan": math.nan}
 
 
-def java_double(text: str) -> float:
-    """``text`` as Spark casts a string to DOUBLE: its words for infinity and NaN, then Java's
-    ``Double.parseDouble`` (a trailing ``d`` or ``f``, hexadecimal ``0x1p3``; no ``_`` between
-    digits, no other script's digits, as Python's ``float`` would take). ValueError otherwise."""
-    stripped = text.strip()
-    special = _SPECIAL_FLOATS.get(stripped.lower())
-    if special is not None:
-        return special
-    if _DECIMAL_FLOAT.fullmatch(stripped):
-        return float(stripped.rstrip("fFdD"))
-    hexadecimal = _HEX_FLOAT.fullmatch(stripped)
-    if hexadecimal:
-        return float.fromhex(f"{hexadecimal[1]}0x{hexadecimal[2]}")
-    raise ValueError(f"not a number: {text!r}")
+def spark_double(text: str) -> float:
+    """``text`` as Spark casts a string to DOUBLE: Java's ``Double.parseDouble`` (a trailing
+    ``d`` or ``f``, hexadecimal ``0x1p3``; no ``_`` between digits, no other script's digits
+    or spaces), else Spark's words for infinity and NaN. ValueError otherwise."""
+    value = java_double(text)
+    if value is None:
+        value = _SPARK_FLOAT_WORDS.get(text.strip(JAVA_BLANKS).lower())
+    if value is None:
+        raise ValueError(f"not a number: {text!r}")
+    return value
 
 
 _BOOLEANS = {"t": True, "true": True, "y": True, "yes": True, "1": True, "f": False, "false": False, "n": False}
@@ -341,7 +338,7 @@ def cast_string(text: str, target: pa.DataType) -> object:
         return int(stripped)
     if pa.types.is_floating(target):
         try:
-            return java_double(stripped)
+            return spark_double(text)
         except ValueError as error:
             raise malformed() from error
     if pa.types.is_decimal(target):

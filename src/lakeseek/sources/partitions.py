@@ -33,8 +33,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from lakeseek.exceptions import LakeseekError
+from lakeseek.expressions.java_text import BIG_DECIMAL, JAVA_INTEGER, java_double, time_zone_of
 from lakeseek.expressions.types import _TIMESTAMP_TEXT, parse_date, parse_timestamp
-from lakeseek.lake.java_text import BIG_DECIMAL, JAVA_INTEGER, java_double, time_zone_of
 from lakeseek.lake.schemas import MAX_DECIMAL_PRECISION, wider_decimal
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"

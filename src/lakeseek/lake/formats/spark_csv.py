@@ -33,8 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeseek.expressions.types import days_from_civil, days_in_month
-from lakeseek.lake.java_text import (
+from lakeseek.expressions.java_text import (
     BIG_DECIMAL,
     JAVA_BLANKS,
     JAVA_DOUBLE_PATTERN,
@@ -43,6 +42,7 @@ from lakeseek.lake.java_text import (
     java_double,
     zone_offset,
 )
+from lakeseek.expressions.types import days_from_civil, days_in_month
 
 INT = pa.int32()
 BIGINT = pa.int64()
