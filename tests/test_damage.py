@@ -687,8 +687,28 @@ def test_a_directory_in_place_of_the_next_log_entry_is_named_in_one_line(lake_co
     next_entry = max(name for name in os.listdir(log_dir) if name.endswith(".json"))
     number = int(next_entry.split(".")[0]) + 1
     os.mkdir(os.path.join(log_dir, f"{number:020d}.json"))
-    with pytest.raises(lakeseek.IndexCorruptError, match=r"is not a file .* remove it") as raised:
+    with pytest.raises(lakeseek.IndexCorruptError, match=r"is a directory: .* remove it") as raised:
         lakeseek.refresh_index(lake_copy, mode="full", engine="local")
     assert len(str(raised.value).splitlines()) == 1
     os.rmdir(os.path.join(log_dir, f"{number:020d}.json"))
     lakeseek.refresh_index(lake_copy, mode="full", engine="local")  # the way out the message names
+
+
+def test_an_entry_gone_when_its_commit_lost_is_another_writers_that_a_vacuum_removed(lake_copy, monkeypatch):
+    """A commit finds its version taken, and the entry gone a moment later (a vacuum keeping
+    only the newest version removed it once the other writer committed again): a lost race
+    the commit loop runs again, not a directory in the entry's place."""
+    from lakeseek.io.local import LocalStorage
+
+    real = LocalStorage.put_if_absent
+    lost = []
+
+    def taken_then_vacuumed(self, path, data, owner=""):
+        if "/log/" in path and not lost:
+            lost.append(path)
+            raise FileExistsError(path)
+        return real(self, path, data, owner)
+
+    monkeypatch.setattr(LocalStorage, "put_if_absent", taken_then_vacuumed)
+    index = lakeseek.refresh_index(lake_copy, mode="full", engine="local")
+    assert lost and index.root.operation == "refresh full"

@@ -302,6 +302,43 @@ def test_refresh_redoes_its_work_when_another_refresh_won(lake_copy, monkeypatch
     assert_exact(lake_copy, rng)
 
 
+@pytest.mark.parametrize("operation", ["refresh", "optimize"])
+def test_work_on_a_version_a_vacuum_removed_meanwhile_starts_again_on_the_newest(lake_copy, monkeypatch, operation):
+    """Another writer commits and a vacuum keeping only the newest version (retention 0)
+    removes the files of the version an operation read (its increment filters) before the
+    operation completes: a race it lost, which it runs again on the newest version, not
+    damage ("increment filter file ... is missing")."""
+    rng = random.Random(10)
+    changer = LakeChanger(lake_copy, rng)
+    for _ in range(2):
+        changer.append()
+        lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    import lakeseek.kinds.sorted_index as sorted_kind
+
+    real = sorted_kind.SortedKind.complete
+    raced = []
+
+    def complete_after_another_writer_and_a_vacuum(self, content, previous, files):
+        if not raced:
+            raced.append(True)
+            changer.append()
+            lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+            assert lakeseek.vacuum_index(lake_copy, retention_hours=0).files_deleted > 0
+        return real(self, content, previous, files)
+
+    monkeypatch.setattr(sorted_kind.SortedKind, "complete", complete_after_another_writer_and_a_vacuum)
+    changer.append()
+    if operation == "refresh":
+        index = lakeseek.refresh_index(lake_copy, "incremental", engine="local")
+    else:
+        index = lakeseek.optimize_index(lake_copy, "quick")
+    # The other writer's refresh indexed the file this refresh was for: nothing was left to commit.
+    assert raced and index.version == {"refresh": 3, "optimize": 4}[operation]
+    assert index.root.operation.startswith(operation)
+    assert lakeseek.open_index(lake_copy).status().problems == []
+    assert_exact(lake_copy, rng)
+
+
 def test_snapshot_readers_survive_optimize_and_vacuum(lake_copy):
     rng = random.Random(10)
     changer = LakeChanger(lake_copy, rng)

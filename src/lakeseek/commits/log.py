@@ -184,9 +184,11 @@ class IndexLog:
             self.storage.put_if_absent(self.entry_path(root.version), encode_entry(body), owner)
         except FileExistsError as error:
             path = self.entry_path(root.version)
-            if not self.storage.is_file(path):  # no writer's entry: something else holds its name
+            # A directory holds its name (no writer's entry). An entry gone since was another
+            # writer's, which a vacuum has removed as older than the versions it keeps.
+            if self.storage.is_dir(path):
                 raise IndexCorruptError(
-                    f"index log entry {path} is not a file (a directory?): it holds version {root.version}'s "
+                    f"index log entry {path} is a directory: it holds version {root.version}'s "
                     "place, so no commit can be made; remove it, then run the operation again"
                 ) from error
             raise CommitFailedError(f"another writer committed index version {root.version} first") from error

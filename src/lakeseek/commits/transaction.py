@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from lakeseek.commits.log import IndexLog
-from lakeseek.exceptions import CommitFailedError, LakeseekError
+from lakeseek.exceptions import CommitFailedError, IndexCorruptError, LakeseekError
 from lakeseek.format.actions import Transaction
 from lakeseek.format.root import Root
 
@@ -48,15 +48,31 @@ def commit(
     latest = log.latest()
     transaction: Transaction | None = None
     for attempt in range(1, tries + 1):
-        if transaction is None or not transaction.holds(latest):
-            transaction = prepare(latest)
-            if transaction is None:
-                return latest
-            if not transaction.holds(latest):
-                raise LakeseekError(f"{what} prepared a change that does not apply to the version it read")
-        root = transaction.apply(latest, log.next_version(latest), int(time.time() * 1000))
-        check()
-        root = finish(root, latest)
+        try:
+            if transaction is None or not transaction.holds(latest):
+                transaction = prepare(latest)
+                if transaction is None:
+                    return latest
+                if not transaction.holds(latest):
+                    raise LakeseekError(f"{what} prepared a change that does not apply to the version it read")
+            root = transaction.apply(latest, log.next_version(latest), int(time.time() * 1000))
+            check()
+            root = finish(root, latest)
+        except IndexCorruptError:
+            # A file of the version read is gone. When another writer committed since, a vacuum
+            # keeping only the newest version (retention 0) took it: a lost race, not damage.
+            newer = log.latest()
+            if newer.version == latest.version:
+                raise
+            logger.info(
+                "%s read version %d, which a vacuum removed after version %d (try %d)",
+                what,
+                latest.version,
+                newer.version,
+                attempt,
+            )
+            latest = newer
+            continue
         try:
             check()
             log.commit(root, transaction.actions, owner)
