@@ -548,6 +548,13 @@ LITERAL_TYPING = [
     "f64 <= '0x1p3'",
     "f64 <> '\x01 1.5'",  # Java's trim takes every character up to the space
     "f64 <> ' Inf '",
+    # Spark trims a string it casts to an integer, a date or a timestamp of the characters up
+    # to the space and DEL; one it casts to DECIMAL as Java trims.
+    "i32 <> '\x015\x7f'",
+    "d >= '\x7f2024-01-01\t'",
+    "ts < '\x1f1970-01-01 00:00:01\x7f'",
+    "dec <> '\x0099.99 '",
+    "i32 = CAST('\x7f5' AS INT)",
     "i32 IN ('5.0', 0.3D)",
     "i32 NOT IN (1.5, '114')",
     # With a decimal member, a string is cast to the exact decimal the list makes, not to a
@@ -573,6 +580,9 @@ SPARK_REFUSES = [
     "f64 = '1_000'",
     "f64 = '-nan'",  # Java's NaN has a sign, Spark's nan none
     "f64 = '\u00a01.5'",  # not a space to Java
+    "i32 = '\u20035'",  # nor to Spark's trim
+    "d = '2024-01-01\u3000'",
+    "dec = '\x7f99.99'",
     "dec > '1_0'",
     "i32 = CAST('5.0' AS INT)",
 ]

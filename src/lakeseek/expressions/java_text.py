@@ -22,8 +22,12 @@ JAVA_DOUBLE_PATTERN = (
     r"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+)[fFdD]?)"
 )
 _JAVA_DOUBLE = re.compile(JAVA_DOUBLE_PATTERN)
-# What Java's String.trim removes: every character up to the space.
+# What Java's String.trim removes: every character up to the space (Spark's casts of a string to
+# DOUBLE and DECIMAL trim so).
 JAVA_BLANKS = "".join(map(chr, range(33)))
+# What Spark's UTF8String.trimAll removes, before a string is cast to an integer, a boolean, a
+# date or a timestamp: those and DEL (no other script's spaces).
+SPARK_BLANKS = JAVA_BLANKS + "\x7f"
 
 
 def java_double(text: str) -> float | None:

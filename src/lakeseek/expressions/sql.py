@@ -37,6 +37,7 @@ from lakeseek.expressions import (
     Or,
     Predicate,
 )
+from lakeseek.expressions.java_text import SPARK_BLANKS
 from lakeseek.expressions.types import (
     MICROS_PER_DAY,
     date_text,
@@ -384,9 +385,9 @@ def _typed(node: exp.Cast) -> Literal:
         except ValueError as error:
             raise PredicateParseError(f"malformed number {inner.value!r}") from error
     if target == exp.DataType.Type.DECIMAL and inner.kind == "string":
-        number = Literal("decimal", exact_decimal(inner.value.strip()))  # '1E-10' of 1E-10BD is exact
+        number = Literal("decimal", exact_decimal(inner.value))  # '1E-10' of 1E-10BD is exact
     else:
-        number = _number(inner.value.strip()) if inner.kind == "string" else inner
+        number = _number(inner.value.strip(SPARK_BLANKS)) if inner.kind == "string" else inner
     if number.kind not in ("int", "decimal", "float"):
         raise UnsupportedPredicateError(f"unsupported literal {node.sql()!r}")
     if number.kind == "float" and not math.isfinite(number.value) and target != exp.DataType.Type.DOUBLE:

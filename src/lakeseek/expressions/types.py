@@ -19,7 +19,7 @@ from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 import pyarrow as pa
 
 from lakeseek.exceptions import PredicateParseError, PredicateTypeError
-from lakeseek.expressions.java_text import JAVA_BLANKS, java_double
+from lakeseek.expressions.java_text import JAVA_BLANKS, SPARK_BLANKS, java_double
 
 MAX_DECIMAL_PRECISION = 38
 # Integer types as exact decimals: Spark's precision for each (a long is decimal(20, 0)).
@@ -148,7 +148,7 @@ def parse_date(text: str) -> DateValue:
     """A date string as Spark's CAST(... AS DATE) reads it (``yyyy``, ``yyyy-[m]m``,
     ``yyyy-[m]m-[d]d``, a signed year of up to 7 digits, anything after a space or ``T``),
     or PredicateTypeError."""
-    match = _DATE_TEXT.fullmatch(text.strip())
+    match = _DATE_TEXT.fullmatch(text.strip(SPARK_BLANKS))
     if not match:
         raise PredicateTypeError(f"'{text}' is not a date (expected yyyy-mm-dd)")
     return _date_of(match, text)
@@ -231,7 +231,7 @@ def parse_timestamp(text: str, *, zoned: bool) -> TimestampValue:
     aware, in UTC (no offset means UTC, the session time zone lakeseek assumes). Otherwise
     (TIMESTAMP_NTZ) any offset is ignored, as Spark ignores it, and the result is naive.
     """
-    match = _TIMESTAMP_TEXT.fullmatch(text.strip())
+    match = _TIMESTAMP_TEXT.fullmatch(text.strip(SPARK_BLANKS))
     if not match:
         raise PredicateTypeError(f"'{text}' is not a timestamp (expected yyyy-mm-dd hh:mm:ss[.ffffff][+hh:mm])")
     day = _date_of(match, text)
@@ -331,7 +331,7 @@ def cast_string(text: str, target: pa.DataType) -> object:
     def malformed() -> PredicateTypeError:
         return PredicateTypeError(f"the string '{text}' cannot be cast to {target}, the type it is compared in")
 
-    stripped = text.strip()
+    stripped = text.strip(SPARK_BLANKS)
     if pa.types.is_integer(target):
         if not _INTEGER_TEXT.fullmatch(stripped) or not -(2**63) <= int(stripped) < 2**63:
             raise malformed()
@@ -345,7 +345,7 @@ def cast_string(text: str, target: pa.DataType) -> object:
         # Spark's decimal cast: the exact number, rounded half up to the scale; too many digits is an error.
         try:
             unit = Decimal(1).scaleb(-target.scale)
-            number = exact_decimal(stripped).quantize(unit, rounding=ROUND_HALF_UP, context=_DECIMAL_DIGITS)
+            number = exact_decimal(text).quantize(unit, rounding=ROUND_HALF_UP, context=_DECIMAL_DIGITS)
         except (PredicateParseError, InvalidOperation) as error:
             raise malformed() from error
         if abs(number) >= Decimal(10) ** (target.precision - target.scale):
@@ -367,10 +367,12 @@ def cast_string(text: str, target: pa.DataType) -> object:
 
 
 def exact_decimal(text: str) -> Decimal:
-    if not _DECIMAL_TEXT.fullmatch(text.strip()):  # Decimal() would take 1_000 and other scripts' digits
+    """``text`` as Java's ``new BigDecimal(text.trim())`` reads it (Spark's cast of a string to DECIMAL)."""
+    trimmed = text.strip(JAVA_BLANKS)
+    if not _DECIMAL_TEXT.fullmatch(trimmed):  # Decimal() would take 1_000 and other scripts' digits and spaces
         raise PredicateParseError(f"malformed number {text!r}")
     try:
-        number = Decimal(text)
+        number = Decimal(trimmed)
     except InvalidOperation as error:
         raise PredicateParseError(f"malformed number {text!r}") from error
     if not number.is_finite():
