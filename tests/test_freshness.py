@@ -279,8 +279,8 @@ def test_a_file_replaced_between_the_listing_and_its_read_is_no_torn_answer(tmp_
 
 def test_a_listing_kept_once_reads_a_file_replaced_since_as_it_is_now(tmp_path):
     """With ``lake_listing="once"`` the lake is the first listing, as a Spark DataFrame's file
-    index: a file replaced since is read as it is now, as before the check of stamps after a
-    read, which made every later read of it fail, each run again reusing the listing."""
+    index, until a read finds a file of it replaced: then the lake is listed again (every later
+    read of it failed when each run again reused the listing)."""
     lake = tmp_path / "lake"
     lake.mkdir()
     pq.write_table(pa.table({"k": pa.array([5, 6], pa.int64())}), lake / "x.parquet")
@@ -291,6 +291,32 @@ def test_a_listing_kept_once_reads_a_file_replaced_since_as_it_is_now(tmp_path):
     os.replace(lake / "next.parquet", lake / "x.parquet")
     for _ in range(2):
         assert index.read("k = 5").num_rows == 2  # x as it is now: two rows of 5
+
+
+@pytest.mark.parametrize("lake_listing", ["once", 3600.0])
+def test_a_kept_listing_with_files_replaced_since_answers_a_state_the_lake_was_in(tmp_path, lake_listing):
+    """Two files replaced after the listing a handle keeps: the index chose the files for
+    ``ev IN ('a1', 'b2')`` by what they held (a1 in part-1, b2 nowhere), and part-1 read as it
+    is now (b1) answered 0 rows, which neither the lake before (10 rows of a1) nor after (10 of
+    b2) holds (found by the threads hunt). The read finds part-1 changed and lists again."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+
+    def write(part: int, ev: str) -> None:
+        pq.write_table(pa.table({"id": range(part * 10, part * 10 + 10), "ev": [ev] * 10}), lake / ".next")
+        os.replace(lake / ".next", lake / f"part-{part}.parquet")
+
+    for part in range(4):
+        write(part, f"a{part}")
+    lakeseek.create_index(str(lake), ["ev"], engine="local")
+    index = lakeseek.open_index(str(lake), lake_listing=lake_listing)
+    where = "ev IN ('a1', 'b2')"
+    assert index.read(where).column("ev").to_pylist() == ["a1"] * 10
+    write(1, "b1")
+    write(2, "b2")
+    for _ in range(2):
+        assert index.read(where).column("ev").to_pylist() == ["b2"] * 10
+        assert [pair["file"] for pair in index.locate(["a1", "b2"]).to_pylist()] == [str(lake / "part-2.parquet")]
 
 
 def test_a_listing_the_tree_changed_under_holds_no_later_file_without_an_earlier_one(tmp_path, monkeypatch):

@@ -431,7 +431,7 @@ class Index:
         column_type = value_type(self.schema_of(state).field(name).type)
         served = self.root.is_active and self.serves(name, state)
         read: dict[str, Stamp] = {}  # every data file opened, its stamp checked when the read ends
-        with reading_data_files(self.lake, list(state.files), self._checked(read)):
+        with reading_data_files(self.lake, list(state.files), read):
             found = None
             if served:
                 wanted = exact_keys(keys, pa.field(name, column_type))
@@ -495,12 +495,6 @@ class Index:
         return dataset
 
     # -- state ------------------------------------------------------------------------------
-    def _checked(self, stamps: dict[str, Stamp]) -> dict[str, Stamp] | None:
-        """The stamps a read checks when it ends (LakeSource.check_unchanged): with the lake
-        listed per query; a listing kept a while (or once) is the lake as it was then, and a
-        file rewritten since is read as it is now, as a Spark DataFrame's file index reads it."""
-        return stamps if self.lake_listing == "per_query" else None
-
     def forget_listing(self) -> None:
         """Drop the listing kept (``"once"`` or for a time): the next query lists the lake
         again, as after a read found a file of it removed or changed (docs/freshness.md)."""
@@ -600,7 +594,7 @@ class Index:
         stamps = state.files
         self.storage.count_data_files(len(files), sum(stamps[f][0] for f in files if f in stamps))
         known = {path: stamps[path] for path in files if path in stamps}
-        with reading_data_files(self.lake, files, self._checked(known)):  # a damaged, vanished or replaced file
+        with reading_data_files(self.lake, files, known):  # a damaged, vanished or replaced file
             dataset = self.lake.dataset(files, schema, self.root.partition_columns, row_groups, stamps=known)
             return read_matching(dataset, selected, predicate, schema)
 
