@@ -71,13 +71,11 @@ def write(source, location, columns, cube_size, max_file_rows, headroom, mode, e
     from lakeseek import layout as otree
 
     spark = _spark(engine)
-    if spark is None:
-        import pyarrow.dataset as ds
-
-        data = ds.dataset(source, format="parquet").to_table()
+    options = {"mode": mode, **_options(cube_size, max_file_rows, headroom)}
+    if spark is None:  # the directory read as Spark reads it: partition columns, hidden files
+        state = otree.convert(source, location, columns.split(","), source_format="directory", **options)
     else:
-        data = spark.read.parquet(source)
-    state = otree.write(data, location, columns.split(","), mode=mode, **_options(cube_size, max_file_rows, headroom))
+        state = otree.write(spark.read.parquet(source), location, columns.split(","), **options)
     _report(state, location)
 
 
