@@ -94,6 +94,18 @@ def test_each_query_goes_through_the_index_that_narrows_it(clustered):
     )
 
 
+@pytest.mark.parametrize("where", ["user = 'u17'", "user = 'u17' AND user <> 'u1'", "user = 'u17' OR user = 'u3'"])
+def test_an_index_of_row_groups_that_narrows_no_part_is_weighed_as_the_scan_it_is(clustered, where):
+    """An index of row groups on another column was estimated to cost nothing (its candidates,
+    row groups, are not weighed) and chosen, reading every file (found by the docs hunt)."""
+    lakeseek.create_index(clustered, ["id"], name="groups", kind="skipping", row_groups=True, engine="local")
+    indexes = lakeseek.open_indexes(clustered)
+    plan = indexes.plan(where)
+    assert plan.index == "by_user" and plan.index_used and len(plan.files) < 16, where
+    explained = {a.index: a for a in indexes.explain(where).alternatives}
+    assert explained["groups"].estimated >= explained["by_user"].estimated
+
+
 def test_explain_weighs_every_index_with_its_reads_and_false_positives(clustered):
     indexes = lakeseek.open_indexes(clustered)
     explained = indexes.explain("user = 'u17' AND id < 800", analyze=True)

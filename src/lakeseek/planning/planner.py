@@ -78,8 +78,11 @@ class Planner:
     def prepare(self, predicate: Predicate) -> Prepared:
         """The plan's estimate, from the index's root alone; its lookups run when it is run."""
         node = self._analyse(predicate)
-        estimate = self._estimate(node)
         scan = self.lake.read_cost(self.lake.files) + self.unindexed.read_cost(self.unindexed.files)
+        if isinstance(node, _All):  # a scan, as much as any index's
+            cost = PlanCost(Cost(), self.lake.files, scan, scan)
+            return Prepared(cost, False, lambda: self._scan(cost, [], self._unserved(), Fallback.NOT_SERVED))
+        estimate = self._estimate(node)
         candidates = self.lake.read_cost(estimate.candidates)
         if self.reader.row_groups:
             # Candidates are then row groups, whose share of their files the root does not
@@ -88,8 +91,6 @@ class Planner:
         with_index = estimate.index + candidates
         with_index = with_index + self.unindexed.read_cost(self.unindexed.files)
         cost = PlanCost(estimate.index, estimate.candidates, with_index, scan)
-        if isinstance(node, _All):
-            return Prepared(cost, False, lambda: self._scan(cost, [], self._unserved(), Fallback.NOT_SERVED))
         if with_index.total >= scan.total and not isinstance(node, _None):
             reason = (
                 f"reading the index (~{human_size(estimate.index.bytes)}) would cost more than it saves: "
@@ -165,10 +166,11 @@ class Planner:
         if isinstance(predicate, Constant):
             return _All() if predicate.value is True else _None()
         if isinstance(predicate, And):
-            parts = _merged_ranges(_conjuncts(predicate), self._column_type)
-            return _Both(tuple(self._analyse(p) for p in parts))
+            parts = tuple(self._analyse(p) for p in _merged_ranges(_conjuncts(predicate), self._column_type))
+            return _All() if all(isinstance(part, _All) for part in parts) else _Both(parts)
         if isinstance(predicate, Or):
-            return _Either((self._analyse(predicate.left), self._analyse(predicate.right)))
+            parts = (self._analyse(predicate.left), self._analyse(predicate.right))
+            return _All() if any(isinstance(part, _All) for part in parts) else _Either(parts)
         if isinstance(predicate, Not):
             return self._not_served("NOT is not served by the index")
         if isinstance(predicate, ColumnComparison):
