@@ -39,7 +39,12 @@ def _lakes(context: click.Context, parameter: click.Parameter, values: tuple[str
     help="Require 'Authorization: Bearer TOKEN' on every request but /healthz (default: $LAKESEEK_TOKEN).",
 )  # fmt: skip
 @click.option("--source-format", default=None, help="Read every lake as this source (default: as each holds).")
-@click.option("--cache-mb", type=click.IntRange(min=0), default=None, help="Decoded index entries kept per worker.")
+@click.option(
+    "--cache-mb",
+    type=click.IntRange(min=0),
+    default=None,
+    help="MiB of decoded index entries kept per worker (default: $LAKESEEK_INDEX_CACHE_MB or 256).",
+)
 @click.option("--max-keys", type=click.IntRange(min=1), default=1_000_000, show_default=True)
 @click.option("--max-rows", type=click.IntRange(min=1), default=1_000_000, show_default=True)
 @click.option(
