@@ -93,7 +93,10 @@ engine_option = click.option(
 
 
 def with_progress(work: Callable[[Callable[[str, int, int], None]], Any]) -> Any:
-    """Run ``work(progress)`` under a progress bar of its Spark tasks (on stderr)."""
+    """Run ``work(progress)`` under a progress bar of its Spark tasks (on stderr, when it is a
+    terminal: elsewhere rich leaves an empty line where the bar was)."""
+    if not stderr.is_terminal:
+        return work(lambda label, done, total: None)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import sys
 import threading
 from decimal import ROUND_HALF_UP, Context, Decimal
@@ -82,7 +83,7 @@ def parse_tree(text: str) -> exp.Expr:
     try:
         trees = _deeply(sqlglot.parse, text, read=LakeseekDialect)
     except SqlglotError as error:
-        raise PredicateParseError(f"malformed predicate {_shown(text)}: {_first_line(error)}") from error
+        raise PredicateParseError(f"malformed predicate {_shown(text)}: {_parse_error(error)}") from error
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         raise PredicateParseError(f"malformed predicate {_shown(text)}: expected one boolean expression")
@@ -165,6 +166,29 @@ def _shown(text: str) -> str:
     """The predicate for a one-line message: shortened if long."""
     shown = repr(text)
     return shown if len(shown) <= 200 else shown[:160] + f"... ({len(text):,} characters)"
+
+
+# sqlglot names a missing operand by its expression class and argument.
+_MISSING = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*\.(\w+)'>\.?")
+_OPERATORS = {"EQ": "=", "NEQ": "<>", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<=", "NullSafeEQ": "<=>"}
+_OPERANDS = {
+    "this": "its left side",
+    "expression": "its right side",
+    "low": "its lower bound",
+    "high": "its upper bound",
+}
+
+
+def _parse_error(error: SqlglotError) -> str:
+    """sqlglot's message in the predicate's words: "'=' lacks its right side (at character 4)"."""
+    message = _first_line(error)
+    missing = _MISSING.search(message)
+    if missing is not None:
+        argument, operator = missing.groups()
+        operator = _OPERATORS.get(operator, operator.upper())
+        operand = "its operand" if operator == "NOT" else _OPERANDS.get(argument, f"its {argument}")
+        message = message.replace(missing.group(0), f"'{operator}' lacks {operand}")
+    return re.sub(r"\.? Line (\d+), Col: (\d+)\.?$", lambda m: f" (at character {m[2]})", message)
 
 
 def _first_line(error: Exception) -> str:
