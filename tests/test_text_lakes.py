@@ -352,6 +352,18 @@ def test_a_file_that_cannot_be_read_is_named_in_one_line(tmp_path, file_format, 
     assert len(str(raised.value).splitlines()) == 1
 
 
+@pytest.mark.parametrize(("name", "file_format"), [("a.csv", "csv"), ("a.JSONL.gz", "json")])
+def test_a_text_file_in_a_parquet_lake_says_how_to_open_the_lake_as_text(tmp_path, name, file_format):
+    """A CSV lake opened as the default, Parquet: the error said "not Parquet, or damaged" only."""
+    (tmp_path / "lake").mkdir()
+    (tmp_path / "lake" / name).write_bytes(b"id\n1\n")
+    with pytest.raises(DataFileError) as raised:
+        lakeseek.create_index(str(tmp_path / "lake"), ["id"], engine="local")
+    message = str(raised.value)
+    assert name in message and f"open the lake as {file_format} (--source-format {file_format}" in message
+    assert len(message.splitlines()) == 1
+
+
 _STEPS = st.sampled_from(["add", "remove", "rewrite", "incremental", "quick", "optimize", "full"])
 
 

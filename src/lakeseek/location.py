@@ -113,7 +113,8 @@ def as_indexed(location: Location, source_format: str) -> Location:
         return dataclasses.replace(location, source=reopened)
     raise LakeseekError(
         f"index '{location.name}' was created on the lake as a {source_format} lake, "
-        f"not a {lake.name} one: open {lake.shown_root} with source_format={source_format!r}"
+        f"not a {lake.name} one: open {lake.shown_root} as {source_format} (--source-format {source_format}, "
+        f"source_format={source_format!r})"
     )
 
 

@@ -383,6 +383,7 @@ def reading_data_files(
             reason = reason.split(source.path(culprit), 1)[-1].lstrip("': ") or reason
         raise DataFileError(
             f"cannot read data file {location} (not {source.data_format.title}, or damaged): {reason}"
+            f"{_format_hint(source, culprit)}"
         ) from error
     if stamps:
         source.check_unchanged(stamps)
@@ -425,6 +426,22 @@ _PARQUET_DAMAGE = (
     "Invalid IO range",
     "Unexpected end of stream",
 )
+
+
+# File name endings of the text formats a directory lake may be read as.
+_TEXT_ENDINGS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
+
+
+def _format_hint(source: LakeSource, file: str) -> str:
+    """What to do when a Parquet lake's file is named as another format's: open the lake so."""
+    name = file.lower().removesuffix(".gz").removesuffix(".bz2")
+    format_name = next((f for ending, f in _TEXT_ENDINGS.items() if name.endswith(ending)), None)
+    if format_name is None or format_name == source.data_format.name:
+        return ""
+    return (
+        f" Its name says {format_name}: open the lake as {format_name} "
+        f"(--source-format {format_name}, source_format={format_name!r})."
+    )
 
 
 def _unreadable_file(source: LakeSource, paths: Sequence[str], error: Exception) -> str | None:
