@@ -672,6 +672,9 @@ def test_a_file_rewritten_in_place_while_read_is_a_clear_error(tmp_path, monkeyp
         lambda index: lakeseek.vacuum_index(index.source, retention_hours=-1),
         lambda index: lakeseek.open_index(index.source, lake_listing="bad"),
         lambda index: index.locate([object()], column="id"),
+        lambda index: lakeseek.refresh_index(index.source, "bogus"),
+        lambda index: lakeseek.optimize_index(index.source, "bogus"),
+        lambda index: index.locate([1], column="s"),
     ],
 )
 def test_python_arguments_of_the_wrong_type_are_one_line_errors(tmp_path, misuse):
@@ -681,6 +684,8 @@ def test_python_arguments_of_the_wrong_type_are_one_line_errors(tmp_path, misuse
     with pytest.raises(lakeseek.LakeseekError) as raised:
         misuse(index)
     assert len(str(raised.value).splitlines()) == 1
+    # Argument errors are InvalidArgumentError (the README), whatever else they are.
+    assert isinstance(raised.value, lakeseek.InvalidArgumentError | lakeseek.PredicateError), type(raised.value)
 
 
 def test_one_column_asked_for_as_a_string_is_that_column(typed_lake):

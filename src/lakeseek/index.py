@@ -454,7 +454,7 @@ class Index:
             return self.columns[0]
         name = resolve_column(column, self.schema_of(state or self.lake_state())).name
         if name not in self.root.columns and self._unreadable is None:
-            raise LakeseekError(f"column '{name}' is not indexed (indexed: {', '.join(self.columns)})")
+            raise InvalidArgumentError(f"column '{name}' is not indexed (indexed: {', '.join(self.columns)})")
         return name
 
     def _scan_keys(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from lakeseek.commits.transaction import DEFAULT_COMMIT_TRIES
 from lakeseek.engine.runner import Engine, runner_for
-from lakeseek.exceptions import LakeseekError
+from lakeseek.exceptions import InvalidArgumentError
 from lakeseek.format.actions import CompactFiles, LineageStartsWith, Transaction
 from lakeseek.format.root import Root
 from lakeseek.index import Index
@@ -44,7 +44,7 @@ def optimize_index(
       and compact the lineage (on Spark by default).
     """
     if mode not in ("quick", "full"):
-        raise LakeseekError(f"unknown optimize mode {mode!r}: use quick or full")
+        raise InvalidArgumentError(f"unknown optimize mode {mode!r}: use quick or full")
     location = existing(source, index, name, storage_options)
     chosen: Engine = engine or ("local" if mode == "quick" else "spark")
     runner = LazyRunner(lambda: runner_for(chosen, spark, progress))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from lakeseek.commits.transaction import DEFAULT_COMMIT_TRIES
 from lakeseek.engine.runner import Engine, runner_for
-from lakeseek.exceptions import LakeseekError
+from lakeseek.exceptions import InvalidArgumentError
 from lakeseek.format.actions import (
     Action,
     AddFiles,
@@ -80,7 +80,7 @@ def refresh_index(
     changes: no Spark start-up).
     """
     if mode not in ("full", "incremental", "quick"):
-        raise LakeseekError(f"unknown refresh mode {mode!r}: use full, incremental or quick")
+        raise InvalidArgumentError(f"unknown refresh mode {mode!r}: use full, incremental or quick")
     location = existing(source, index, name, storage_options)
     runner = LazyRunner(lambda: runner_for(engine, spark, progress))
     with operation(location, f"refresh {mode}", commit_tries) as op:
