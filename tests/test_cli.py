@@ -316,6 +316,19 @@ def test_tables_print_text_as_it_is_never_as_markup(tmp_path, spark):
     assert "timestamp[us, tz=UTC]" in status.stdout, status.stdout
 
 
+def test_tables_written_to_a_file_keep_whole_values(tmp_path, monkeypatch):
+    """Off a terminal rich cut a table to 80 columns: ``query > out.txt`` held ``record…``."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    lake = str(tmp_path / "lake")
+    os.makedirs(lake)
+    long = "v" * 300
+    pq.write_table(pa.table({"record_identifier": [1], "description_of_the_row": [long]}), f"{lake}/part-0.parquet")
+    assert _run("create", lake, "--columns", "record_identifier", "--engine", "local").exit_code == 0
+    result = _run("query", lake, "--where", "record_identifier = 1")
+    assert result.stdout.split() == ["record_identifier", "description_of_the_row", "1", long], result.stdout
+    assert "record_identifier" in _run("indexes", lake).stdout
+
+
 def test_history_says_what_each_version_changed(lake_copy):
     extra = f"{partition_of(lake_copy)}/extra.parquet"
     shutil.copy(data_files(lake_copy)[0], extra)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import sys
 from collections.abc import Mapping
 
@@ -14,6 +15,7 @@ from rich.table import Table
 from lakeseek.cli import changes, layout, serve
 from lakeseek.cli.common import handled, index_option, lake_argument, name_option, query_name_option, where_option
 from lakeseek.cli.output import (
+    WIDTH_OFF_TERMINAL,
     add_text_row,
     fail,
     library_notes,
@@ -68,6 +70,8 @@ def main(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, format="%(name)s: %(message)s")
     if not verbose:
         click.get_current_context().call_on_close(library_notes())
+    if not stdout.is_terminal and "COLUMNS" not in os.environ:
+        stdout.width = WIDTH_OFF_TERMINAL  # tables written to a file or a pipe keep whole values
 
 
 for command in [*changes.COMMANDS, *layout.COMMANDS, *serve.COMMANDS]:

@@ -20,6 +20,8 @@ from lakeseek.planning import Plan
 from lakeseek.rendering import csv_text, json_lines, python_rows, text
 
 stdout = Console(highlight=False, soft_wrap=True)
+# Rich cuts a table's values to 80 columns off a terminal; a pipe or a file has no width.
+WIDTH_OFF_TERMINAL = 1 << 16
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
