@@ -36,7 +36,7 @@ def _kind_option(text: str) -> tuple[str, object]:
     help=f"The kind of index (default: {DEFAULT_KIND}, or the existing index's).",
 )
 @index_option
-@name_option
+@click.option("--name", default=None, help="The index to create, or to add the columns to (default: 'default').")
 @click.option(
     "--chunk-rows",
     type=click.IntRange(min=1, max=MAX_CHUNK_ROWS),
