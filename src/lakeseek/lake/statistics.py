@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakeseek.io import Stamp
 from lakeseek.lake.files import open_data_file, reading_data_files
@@ -97,15 +98,28 @@ def _bounds(found: list[ColumnStatistics | None], column_type: pa.DataType) -> C
     if width is None:
         total = sum(stats.bytes for stats in recorded)
         width = total / max(sum(stats.values for stats in recorded), 1) if total else 16.0
+    entry = _dictionary_entry_bytes(mins, maxs, width)
     distinct = np.array(
         [
-            values[n] if stats is None or stats.dictionary_bytes is None else stats.dictionary_bytes / width
+            values[n] if stats is None or stats.dictionary_bytes is None else stats.dictionary_bytes / entry[n]
             for n, stats in enumerate(found)
         ],
         np.float64,
     )
     distinct = np.clip(distinct, np.minimum(values, 1), values)
     return ColumnBounds(mins, maxs, nulls, values, distinct, float(width))
+
+
+def _dictionary_entry_bytes(mins: pa.Array, maxs: pa.Array, width: float) -> np.ndarray:
+    """Per file, the bytes of one entry of its dictionary page: a text or binary value is its
+    length (taken as the mean of the file's bounds') after a 4-byte length; the bytes per value
+    of the column chunk would be the dictionary's indices, a fraction of a byte each when
+    few values repeat, and a dictionary of four status codes read as hundreds of values."""
+    kind = mins.type
+    if not any(test(kind) for test in (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary)):
+        return np.full(len(mins), width)
+    lengths = pc.divide(pc.add(pc.binary_length(mins), pc.binary_length(maxs)).cast(pa.float64()), 2.0)
+    return np.asarray(lengths.fill_null(width - 4.0).to_numpy(zero_copy_only=False), np.float64) + 4.0
 
 
 def _value_type(arrow_type: pa.DataType) -> pa.DataType:
