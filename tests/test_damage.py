@@ -312,8 +312,13 @@ def test_status_names_damaged_files_and_a_full_refresh_repairs_them(lake_copy, s
     problems = index.status().problems
     assert any(os.path.basename(victim) in line and "refresh --mode full" in line for line in problems), problems
     assert any(operation_id in line and "cancel" in line for line in problems), problems
+    from click.testing import CliRunner
+
+    from lakeseek.cli.main import main
+
+    cancelled = CliRunner().invoke(main, ["cancel", lake_copy]).stdout
+    assert cancelled == f"cancelled operation {operation_id} (its lease file was damaged)\n"  # not 'of pid 0 on '
     lakeseek.refresh_index(lake_copy, mode="full", spark=spark)
-    lakeseek.cancel_operations(lake_copy)
     index = lakeseek.open_index(lake_copy)
     assert index.status().problems == []
     assert ids(index.read("id = 5")) == expected

@@ -220,9 +220,11 @@ def cancel(lake: LakeSource, index_dir: str | None, name: str | None) -> None:
     if not cancelled:
         stdout.print("no operation in progress")
     for lease in cancelled:
-        stdout.print(
-            f"cancelled {lease.operation} ({lease.operation_id}) of pid {lease.pid} on {lease.host}", markup=False
-        )
+        if lease.readable:
+            line = f"cancelled {lease.operation} ({lease.operation_id}) of pid {lease.pid} on {lease.host}"
+        else:
+            line = f"cancelled operation {lease.operation_id} (its lease file was damaged)"
+        stdout.print(line, markup=False)
 
 
 COMMANDS = [create, refresh, optimize, delete, restore, vacuum, cancel]
