@@ -47,6 +47,9 @@ def run() -> None:
     except click.exceptions.Abort:
         stderr.print("lakeseek: aborted")
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as error:  # no command: the help, as it is
+        stderr.print(error.format_message(), markup=False)
+        sys.exit(error.exit_code)
     except click.ClickException as error:  # a bad option or argument: one line, as every other error
         stderr.print(f"lakeseek: error: {error.format_message()}", markup=False)
         sys.exit(error.exit_code)
