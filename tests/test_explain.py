@@ -51,6 +51,22 @@ def test_explain_why_not(typed_lake, where, why, notes):
     assert result.candidate_files == result.total_files == 12
 
 
+def test_an_index_that_covers_no_file_of_the_lake_says_to_refresh(tmp_path):
+    """Every file new since indexing: the reason said '~0 of 0 files would remain'."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    pq.write_table(pa.table({"id": [1, 2]}), lake / "a.parquet")
+    lakeseek.create_index(str(lake), ["id"], engine="local")
+    pq.write_table(pa.table({"id": [3]}), lake / "b.parquet")
+    (lake / "a.parquet").unlink()
+    result = lakeseek.open_index(str(lake)).explain("id = 3", analyze=True)
+    assert not result.index_used and result.rows == 1
+    assert result.why_not.startswith("the index covers none of the lake's 1 files") and "refresh it" in result.why_not
+
+
 def test_explain_cli(typed_lake):
     output = CliRunner().invoke(main, ["explain", typed_lake, "--where", "region LIKE 'Sã%'", "--analyze"])
     assert output.exit_code == 0, output.output

@@ -77,8 +77,15 @@ class Planner:
 
     def prepare(self, predicate: Predicate) -> Prepared:
         """The plan's estimate, from the index's root alone; its lookups run when it is run."""
-        node = self._analyse(predicate)
         scan = self.lake.read_cost(self.lake.files) + self.unindexed.read_cost(self.unindexed.files)
+        if self.state.unindexed and not self.state.indexed:  # no lookup could leave a file out
+            cost = PlanCost(Cost(), 0, scan, scan)
+            reason = (
+                f"the index covers none of the lake's {len(self.state.unindexed):,} files "
+                "(all new or rewritten since indexing): refresh it"
+            )
+            return Prepared(cost, False, lambda: self._scan(cost, [], reason, Fallback.NOT_SERVED))
+        node = self._analyse(predicate)
         if isinstance(node, _All):  # a scan, as much as any index's
             cost = PlanCost(Cost(), self.lake.files, scan, scan)
             return Prepared(cost, False, lambda: self._scan(cost, [], self._unserved(), Fallback.NOT_SERVED))
