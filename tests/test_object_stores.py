@@ -120,6 +120,21 @@ def test_the_whole_life_of_an_index_in_an_object_store(bucket, tmp_path):
     assert [entry.operation for entry in latest.history()] == ["optimize full"]  # vacuum kept the latest only
 
 
+def test_a_location_with_empty_or_dot_segments_is_the_lake_spark_reads(bucket, tmp_path):
+    """``s3://b//lake`` (also ``./``, ``../``) is the lake ``s3://b/lake``, as Hadoop's Path
+    normalizes it; every path in the lake lost its first character, and ``files`` answered
+    from the mangled names (found by the object store hunt)."""
+    local = str(tmp_path / "lake")
+    make_typed_lake(local, files_per_region=1, rows_per_file=40)
+    lake = bucket.upload(local, "lake")
+    lakeseek.create_index(lake, ["id"], engine="local", storage_options=bucket.options)
+    container, _, _ = lake.partition("/lake")
+    for spelling in ("//lake", "/./lake", "/x/../lake", "///lake//"):
+        index = lakeseek.open_index(container + spelling, storage_options=bucket.options)
+        assert index.status().is_fresh, spelling
+        _assert_exact(index, local, lake)
+
+
 @pytest.mark.parametrize("kept", [10, 0.5])
 def test_an_index_file_cut_short_in_an_object_store_reads_every_file(bucket, tmp_path, kept):
     """A truncated index file is damage the index reports, never an error or a missing row,

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 from obstore.store import AzureStore
 
-from lakeseek.io.object_store import ObjectStorage, cached_storage, settings
+from lakeseek.io.object_store import ObjectStorage, cached_storage, settings, store_path
 
 KEYS = (
     "AZURE_STORAGE_ACCOUNT_NAME",
@@ -33,7 +33,7 @@ def open_azure(location: str, storage_options: Mapping[str, object] | None = Non
     if host and "AZURE_STORAGE_ACCOUNT_NAME" not in found:  # abfs://container@account.dfs.core.windows.net
         found["AZURE_STORAGE_ACCOUNT_NAME"] = host.split(".", 1)[0]
     storage = cached_storage("az", container, found, lambda: _storage(container, found))
-    return storage, f"{container}{parsed.path}".rstrip("/")
+    return storage, store_path(container, parsed.path)
 
 
 def _storage(container: str, found: dict[str, str]) -> ObjectStorage:

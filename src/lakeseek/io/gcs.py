@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 from obstore.store import GCSStore
 
-from lakeseek.io.object_store import ObjectStorage, cached_storage, settings
+from lakeseek.io.object_store import ObjectStorage, cached_storage, settings, store_path
 
 KEYS = ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_STORAGE_ENDPOINT")
 
@@ -26,7 +26,7 @@ def open_gcs(location: str, storage_options: Mapping[str, object] | None = None)
     parsed = urlparse(location)
     found = settings(os.environ, KEYS, storage_options)
     storage = cached_storage("gs", parsed.netloc, found, lambda: _storage(parsed.netloc, found))
-    return storage, f"{parsed.netloc}{parsed.path}".rstrip("/")
+    return storage, store_path(parsed.netloc, parsed.path)
 
 
 def _storage(bucket: str, found: dict[str, str]) -> ObjectStorage:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
+import posixpath
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -258,6 +259,16 @@ class _RangedObject(io.RawIOBase):
         buffer[: len(data)] = data
         self._position += len(data)
         return len(data)
+
+
+def store_path(container: str, path: str) -> str:
+    """The storage path of a URI's ``container`` (bucket) and ``path``, normalized as Hadoop's
+    ``Path`` normalizes a URI (what Spark reads for it): repeated slashes are one, ``.`` and
+    ``..`` segments resolved, no trailing slash. An object store has no directories, so
+    ``s3://b//lake`` would name keys under ``/lake``, which object_store cannot address: read
+    as they were, every path in the lake lost its first character."""
+    normalized = posixpath.normpath("/" + path.lstrip("/"))
+    return f"{container}{normalized}".rstrip("/")
 
 
 def settings(

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 from obstore.store import S3Store
 
-from lakeseek.io.object_store import ObjectStorage, cached_storage, is_true, settings
+from lakeseek.io.object_store import ObjectStorage, cached_storage, is_true, settings, store_path
 
 KEYS = (
     "AWS_ACCESS_KEY_ID",
@@ -33,7 +33,7 @@ def open_s3(location: str, storage_options: Mapping[str, object] | None = None) 
     parsed = urlparse(location)
     found = settings(os.environ, KEYS, storage_options)
     storage = cached_storage(parsed.scheme, parsed.netloc, found, lambda: _storage(parsed.scheme, parsed.netloc, found))
-    return storage, f"{parsed.netloc}{parsed.path}".rstrip("/")
+    return storage, store_path(parsed.netloc, parsed.path)
 
 
 def _storage(scheme: str, bucket: str, found: dict[str, str]) -> ObjectStorage:
