@@ -330,7 +330,13 @@ def _column(node: exp.Expr) -> str:
     if not isinstance(node, exp.Column):
         raise UnsupportedPredicateError(f"expected a column name, found {node.sql()!r}")
     if node.table:
-        return f"{node.table}.{node.name}"
+        # Spark reads a.b as the field b of the struct column a (a column named 'a.b' is
+        # `a.b`): never the top-level column 'a.b', whose values are another column's.
+        path = ".".join(part.name for part in node.parts)
+        raise UnsupportedPredicateError(
+            f"'{path}' names a field of a struct column '{node.parts[0].name}': struct fields are not supported "
+            f"(a column named '{path}' is written `{path}`)"
+        )
     return node.name
 
 
