@@ -87,14 +87,26 @@ def open_parquet(file: pa.NativeFile) -> pq.ParquetFile:
 
 
 def spark_arrow_schema(file: pq.ParquetFile) -> pa.Schema:
-    """The file's Arrow schema with its INT96 columns as Spark types them: ``TIMESTAMP``
-    (``timestamp[us, UTC]``), not pyarrow's time-zone-less timestamp."""
+    """The file's Arrow schema with its columns as Spark types them: INT96 as ``TIMESTAMP``
+    (``timestamp[us, UTC]``), not pyarrow's time-zone-less timestamp, and the types only the
+    Arrow schema stored in the file names as the Parquet column Spark reads (:func:`spark_read_type`)."""
     schema = file.schema_arrow
+    for position, field in enumerate(schema):
+        if spark_read_type(field.type) != field.type:
+            schema = schema.set(position, field.with_type(spark_read_type(field.type)))
     for name in _top_level_columns(file.metadata, "INT96"):
         position = schema.get_field_index(name)
         if position >= 0:
             schema = schema.set(position, schema.field(position).with_type(pa.timestamp(INT96_UNIT, tz="UTC")))
     return schema
+
+
+def spark_read_type(arrow_type: pa.DataType) -> pa.DataType:
+    """The type Spark reads a column pyarrow wrote as ``arrow_type`` as, where lakeseek reads
+    it so too: a 32- or 64-bit decimal is a DECIMAL as any other (Arrow's kernels lack them)."""
+    if pa.types.is_decimal32(arrow_type) or pa.types.is_decimal64(arrow_type):
+        return pa.decimal128(arrow_type.precision, arrow_type.scale)
+    return arrow_type
 
 
 def _top_level_columns(metadata: pq.FileMetaData, physical_type: str | None = None) -> Iterator[str]:

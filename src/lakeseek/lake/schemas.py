@@ -342,8 +342,12 @@ def spark_type(arrow_type: pa.DataType) -> Any:
     for known, name in _SPARK_TYPES.items():
         if t.equals(known):
             return name
-    if pa.types.is_decimal(t):
+    if pa.types.is_decimal(t) and t.precision <= MAX_DECIMAL_PRECISION:
         return f"decimal({t.precision},{t.scale})"
+    if pa.types.is_duration(t):  # Parquet has no duration: the INT64 pyarrow stores it as
+        return "long"
+    if pa.types.is_decimal(t) or pa.types.is_time(t):  # Spark refuses to read them
+        raise UnsupportedLakeError(f"the lake has a column of type {t}, which Spark has no type for")
     if _is_string(t):
         return "string"
     if _is_binary(t):

@@ -10,7 +10,14 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from lakeseek.lake.datetimes import file_rebase, open_parquet, parquet_format, spark_arrow_schema, spark_view
+from lakeseek.lake.datetimes import (
+    file_rebase,
+    open_parquet,
+    parquet_format,
+    spark_arrow_schema,
+    spark_read_type,
+    spark_view,
+)
 from lakeseek.lake.formats.base import ColumnStatistics, DataFile, DataFormat, register_format
 
 # Spark's Parquet reader (parquet-mr) skips row groups by their statistics, dictionaries, page
@@ -49,6 +56,10 @@ class ParquetFile(DataFile):
 
     def read(self, columns: list[str], types: Mapping[str, pa.DataType] | None = None) -> pa.Table:
         table = self.file.read(columns=columns, use_threads=False)
+        for position, field in enumerate(table.schema):
+            if spark_read_type(field.type) != field.type:
+                column = table.column(position).cast(spark_read_type(field.type))
+                table = table.set_column(position, field.with_type(column.type), column)
         rebase = file_rebase(self.file.metadata) if columns else None
         return table if rebase is None else rebase.apply(table)
 
