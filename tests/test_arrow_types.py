@@ -101,8 +101,9 @@ def test_view_typed_columns_are_compared_in_files_an_index_of_another_column_lea
 def test_types_only_the_arrow_schema_names_are_read_as_spark_reads_their_parquet_columns(tmp_path, spark):
     """A 32- or 64-bit decimal (an ArrowNotImplementedError traceback at create) is a DECIMAL;
     a duration is the INT64 Parquet holds, to Spark (``to_spark`` typed it as an interval and read
-    86400 seconds as 86,400 microseconds); a time of day or a decimal past 38 digits, which Spark
-    refuses to read, is refused at create (found by the schema hunt)."""
+    86400 seconds as 86,400 microseconds); a time of day, which Spark refuses to read, is refused
+    at create; a decimal past 38 digits is read, and refused by to_spark in one line, not with
+    pyspark's ValueError (found by the schema hunt)."""
     import datetime as dt
     from decimal import Decimal
 
@@ -124,9 +125,16 @@ def test_types_only_the_arrow_schema_names_are_read_as_spark_reads_their_parquet
             assert sorted(index.read(where, columns=["id"]).column("id").to_pylist()) == expected, (kind, where)
     frame = to_spark(index, spark, "id > 0").orderBy("id")
     assert frame.collect() == spark.read.parquet(str(lake)).orderBy("id").collect()
-    for name, column in [("t", pa.array([1], pa.time64("us"))), ("wide", pa.array([1], pa.decimal256(50, 2)))]:
-        other = tmp_path / name
-        other.mkdir()
-        pq.write_table(pa.table({"id": [1], name: column}), other / "part-0.parquet")
-        with pytest.raises(lakeseek.UnsupportedLakeError, match="which Spark has no type for"):
-            lakeseek.create_index(str(other), ["id"], engine="local")
+    timed = tmp_path / "timed"
+    timed.mkdir()
+    pq.write_table(pa.table({"id": [1], "t": pa.array([1], pa.time64("us"))}), timed / "part-0.parquet")
+    with pytest.raises(lakeseek.UnsupportedLakeError, match="which Spark has no type for"):
+        lakeseek.create_index(str(timed), ["id"], engine="local")
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    pq.write_table(pa.table({"id": [1], "w": pa.array([1], pa.decimal256(50, 2))}), wide / "part-0.parquet")
+    index = lakeseek.create_index(str(wide), ["id"], engine="local")
+    assert index.read("id = 1").column("w").to_pylist() == [Decimal("1.00")]
+    with pytest.raises(lakeseek.UnsupportedLakeError, match="Spark cannot read the lake's columns") as raised:
+        to_spark(index, spark, "id = 1")
+    assert len(str(raised.value).splitlines()) == 1

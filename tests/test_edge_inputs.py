@@ -688,6 +688,22 @@ def test_python_arguments_of_the_wrong_type_are_one_line_errors(tmp_path, misuse
     assert isinstance(raised.value, lakeseek.InvalidArgumentError | lakeseek.PredicateError), type(raised.value)
 
 
+def test_errors_naming_text_with_line_breaks_stay_one_line(tmp_path):
+    """A column named with a line break made the message two lines; the CLI printed the first,
+    cut in the middle of the list of columns (found by the schema hunt)."""
+    root = tmp_path / "lake"
+    root.mkdir()
+    pq.write_table(pa.table({"id": [1], "a\nb": [2], "tab\tx": [3]}), root / "part-0.parquet")
+    lakeseek.create_index(str(root), ["id"], engine="local")
+    for where in ("nope = 1", "id = 'x\ny'"):
+        with pytest.raises(lakeseek.LakeseekError) as raised:
+            lakeseek.open_index(str(root)).read(where)
+        assert len(str(raised.value).splitlines()) == 1
+    result = CliRunner().invoke(main, ["query", str(root), "--where", "nope = 1"])
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and "a\\nb, tab\\tx)" in result.stderr, result.stderr
+
+
 def test_one_column_asked_for_as_a_string_is_that_column(typed_lake):
     """``columns="id"`` was read as the columns i and d ("unknown column 'i'"), where
     ``create_index`` takes a string as one column."""

@@ -342,11 +342,11 @@ def spark_type(arrow_type: pa.DataType) -> Any:
     for known, name in _SPARK_TYPES.items():
         if t.equals(known):
             return name
-    if pa.types.is_decimal(t) and t.precision <= MAX_DECIMAL_PRECISION:
+    if pa.types.is_decimal(t):  # past 38 digits, one Spark refuses to read (to_spark says so)
         return f"decimal({t.precision},{t.scale})"
     if pa.types.is_duration(t):  # Parquet has no duration: the INT64 pyarrow stores it as
         return "long"
-    if pa.types.is_decimal(t) or pa.types.is_time(t):  # Spark refuses to read them
+    if pa.types.is_time(t):  # Spark refuses to read a time of day (pyspark has a type for it)
         raise UnsupportedLakeError(f"the lake has a column of type {t}, which Spark has no type for")
     if _is_string(t):
         return "string"

@@ -17,7 +17,8 @@ from lakeseek.index import selected_columns
 from lakeseek.io.hadoop import literal_path
 from lakeseek.kinds.base import FILE_ID, KEY, ROW_FILE
 from lakeseek.lake.formats import PARQUET
-from lakeseek.lake.schemas import column_ids
+from lakeseek.lake.schemas import MAX_DECIMAL_PRECISION, column_ids
+from lakeseek.lake.state import LakeState
 from lakeseek.locate import FILE
 
 if TYPE_CHECKING:
@@ -29,12 +30,19 @@ if TYPE_CHECKING:
     from lakeseek.sources.base import LakeSource
 
 
-def spark_schema(index: Index) -> StructType:
+def spark_schema(index: Index, state: LakeState | None = None) -> StructType:
     """The lake's schema as Spark reads it now (partition columns last): the index's ``schema`` in
     Spark's types, as ``spark.read.option("mergeSchema", "true").parquet(SOURCE)`` infers it."""
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import DecimalType, StructType
 
-    return StructType.fromJson(json.loads(index.spark_schema_json()))
+    schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
+    for field in schema.fields:
+        if isinstance(field.dataType, DecimalType) and field.dataType.precision > MAX_DECIMAL_PRECISION:
+            raise UnsupportedLakeError(
+                f"Spark cannot read the lake's columns: '{field.name}' is {field.dataType.simpleString()}, "
+                f"and Spark reads no decimal of more than {MAX_DECIMAL_PRECISION} digits"
+            )
+    return schema
 
 
 def arrow_frame(spark: SparkSession, table: pa.Table, schema=None) -> DataFrame:
@@ -56,7 +64,7 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
     from pyspark.sql.types import StructType
 
     state = index.lake_state()
-    schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
+    schema = spark_schema(index, state)
     predicate = index.bind(where, state)
     _refuse_zoned_timestamps(spark, predicate.columns(), index.schema_of(state))
     covered = index.covered_read(predicate, columns, state)
@@ -116,7 +124,7 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
             f"index '{index.name}' ({index.root.kind}) carries no rows: covering_frame needs a covering index"
         )
     paths, carried = found
-    schema = StructType.fromJson(json.loads(index.spark_schema_json(state)))
+    schema = spark_schema(index, state)
     recorded = StructType.fromJson(json.loads(index.root.spark_schema))
     # A carried column the lake dropped since, or whose name is another column's now (an
     # Iceberg table dropped it and added another: its field ids differ), is left out.
