@@ -658,3 +658,25 @@ def test_csv_text_tells_an_empty_string_from_null():
     assert read.column("s").to_pylist() == table.column("s").to_pylist()
     assert read.column("b").to_pylist() == ["", None, "AA==", None, "eQ=="]
     assert list(python_csv.reader(io.StringIO(written)))[3] == ['a,"b"', "AA=="]
+
+
+def test_a_failed_spark_task_is_named_by_its_python_exception():
+    """Spark's message of a task's Python exception is a line ending in a colon, then the
+    traceback: the error said "Spark job failed: An exception was thrown from the Python
+    worker:" and nothing more (found by the object store hunt)."""
+    from lakeseek.engine.runner import _spark_message
+
+    text = (
+        "An exception was thrown from the Python worker:\n"
+        "Traceback (most recent call last):\n"
+        '  File "worker.py", line 4327, in invoke_udf\n'
+        "    run_process()\n"
+        "obstore.exceptions.GenericError: Generic S3 error: Error performing HEAD http://127.0.0.1/lake/a.parquet\n"
+    )
+    assert _spark_message(Exception(text)) == (
+        "Spark job failed: An exception was thrown from the Python worker: obstore.exceptions.GenericError: "
+        "Generic S3 error: Error performing HEAD http://127.0.0.1/lake/a.parquet"
+    )
+    assert _spark_message(Exception("[TASK_FAILED] the job was cancelled\nmore")) == (
+        "Spark job failed: [TASK_FAILED] the job was cancelled"
+    )

@@ -10,6 +10,7 @@ a few files, a quick optimize) where starting Spark would cost more than the wor
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -93,10 +94,19 @@ def spark_errors() -> Iterator[None]:
         raise SparkJobError(message) from error
 
 
+# The last line of a Python traceback: the exception raised, "module.Name: message".
+_RAISED = re.compile(r"[A-Za-z_][\w.]*(?:Error|Exception|Invalid|Exit|Interrupt)(?:: .*)?")
+
+
 def _spark_message(error: Exception) -> str:
     text = str(error)
-    for line in reversed(text.splitlines()):
+    lines = text.strip().splitlines()
+    for line in reversed(lines):
         if "lakeseek" in line and "Error" in line:
             return line.strip()
-    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    first = lines[0] if lines else type(error).__name__
+    # A task's Python exception: Spark's first line ends in a colon, the traceback follows.
+    raised = next((line for line in reversed(lines) if _RAISED.fullmatch(line)), None)
+    if raised is not None and first.rstrip().endswith(":"):
+        return f"Spark job failed: {first.rstrip()} {raised}"
     return f"Spark job failed: {first}"
