@@ -133,6 +133,9 @@ def test_a_location_with_empty_or_dot_segments_is_the_lake_spark_reads(bucket, t
         index = lakeseek.open_index(container + spelling, storage_options=bucket.options)
         assert index.status().is_fresh, spelling
         _assert_exact(index, local, lake)
+    # Messages name a place in an object store by its URI, not by its path in the store.
+    with pytest.raises(lakeseek.LakeNotFoundError, match=f"lake not found: {container}/nowhere is not"):
+        lakeseek.open_index(container + "/nowhere", storage_options=bucket.options)
 
 
 @pytest.mark.parametrize("kept", [10, 0.5])

@@ -74,7 +74,7 @@ def open_indexes(
     if not found and damaged:  # never a failed query: every file is read, and the plan says why
         return IndexSet([Index.unreadable(*damaged[0], lake_listing)])
     if not found:
-        raise IndexNotFoundError(f"no lakeseek index at {first.home}: create one first")
+        raise IndexNotFoundError(f"no lakeseek index at {first.storage.shown(first.home)}: create one first")
     return IndexSet(found)
 
 

@@ -45,7 +45,7 @@ class Location:
 
     def require_lake(self) -> None:
         if not self.source.exists():
-            raise LakeNotFoundError(f"lake not found: {self.lake_root} is not a directory")
+            raise LakeNotFoundError(f"lake not found: {self.source.shown_root} is not a directory")
 
 
 def index_names(storage: Storage, home: str) -> list[str]:

@@ -56,7 +56,7 @@ def index_status(index: Index, verify: bool = False) -> IndexStatus:
 
     return IndexStatus(
         source=index.source,
-        index=index.index_dir if index.storage.is_local else index.storage.uri(index.index_dir),
+        index=index.storage.shown(index.index_dir),
         name=index.name,
         kind=index.root.kind,
         state=index.root.state,

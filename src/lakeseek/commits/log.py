@@ -82,7 +82,7 @@ class IndexLog:
         numbered past them, makes the log whole again (``lakeseek refresh --mode full``)."""
         versions = self.versions()
         if not versions:
-            raise IndexNotFoundError(f"no lakeseek index at {self.index_dir}")
+            raise IndexNotFoundError(f"no lakeseek index at {self.storage.shown(self.index_dir)}")
         damaged = []
         for version in reversed(versions):
             try:
@@ -97,7 +97,8 @@ class IndexLog:
                 logger.warning("%s; using version %d, the newest whole one (%s)", "; ".join(damaged), version, repair)
             return root
         if not damaged:
-            raise IndexNotFoundError(f"no lakeseek index at {self.index_dir} (its log was emptied meanwhile)")
+            shown = self.storage.shown(self.index_dir)
+            raise IndexNotFoundError(f"no lakeseek index at {shown} (its log was emptied meanwhile)")
         raise IndexLogUnreadableError(
             f"every entry of the index log {self.log_dir} is damaged ({damaged[0]}): "
             f"remove the directory {self.index_dir} and create the index again"

@@ -168,6 +168,10 @@ class Storage:
     # Whether paths are local file-system paths (they are shown as they are, not as URIs).
     is_local = False
 
+    def shown(self, path: str) -> str:
+        """``path`` as messages name it: a local path as it is, else its URI."""
+        return path if self.is_local else self.uri(path)
+
     def uri(self, path: str) -> str:
         """The URI Spark and other engines use for ``path``; :func:`storage_for` of it gives
         this storage back. Paths are taken to start with the URI's host or bucket (as pyarrow's

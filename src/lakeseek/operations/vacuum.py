@@ -64,7 +64,7 @@ def vacuum_index(
     live = {lease.operation_id for lease in leases if lease.is_alive()}
     versions = log.versions()
     if not versions:
-        raise IndexNotFoundError(f"no lakeseek index at {index_dir}")
+        raise IndexNotFoundError(f"no lakeseek index at {storage.shown(index_dir)}")
     roots = log.roots()  # damaged entries reference nothing anyone can read
     if not roots:
         log.latest()  # says that every entry is damaged, and what to do

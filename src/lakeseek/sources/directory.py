@@ -71,7 +71,7 @@ class DirectorySource(LakeSource):
         hidden directory anyway (``lakeseek.location.locate`` refuses any other).
         """
         if not self.storage.is_dir(self.root):
-            raise LakeNotFoundError(f"lake not found: {self.root} is not a directory")
+            raise LakeNotFoundError(f"lake not found: {self.shown_root} is not a directory")
         # Directories answer to the directory rule, which hides less; files to their own.
         listed = self.storage.walk_files(self.root, skip_dir=_skip_directory, skip_file=is_hidden)
         last = self._last_snapshot
