@@ -555,6 +555,7 @@ LITERAL_TYPING = [
     "ts < '\x1f1970-01-01 00:00:01\x7f'",
     "dec <> '\x0099.99 '",
     "i32 = CAST('\x7f5' AS INT)",
+    "ts <= '1970-01-01 00:00:01\t+01:00'",
     "i32 IN ('5.0', 0.3D)",
     "i32 NOT IN (1.5, '114')",
     # With a decimal member, a string is cast to the exact decimal the list makes, not to a
@@ -583,6 +584,8 @@ SPARK_REFUSES = [
     "i32 = '\u20035'",  # nor to Spark's trim
     "d = '2024-01-01\u3000'",
     "dec = '\x7f99.99'",
+    "ts = '1970-01-01 00:00:00\u00a0'",  # a zone, or what follows the time, is trimmed as Java trims
+    "ts > '1970-01-01\u2003'",
     "dec > '1_0'",
     "i32 = CAST('5.0' AS INT)",
 ]

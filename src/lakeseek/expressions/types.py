@@ -130,11 +130,12 @@ def common_type(column_type: pa.DataType, literal_type: pa.DataType) -> pa.DataT
 
 
 # -- strings as Spark casts them -----------------------------------------------------------------
-_DATE = r"(?P<year>[+-]?\d{4,7})(?:-(?P<month>\d{1,2})(?:-(?P<day>\d{1,2}))?)?"
-_TIME = r"(?P<hour>\d{1,2})(?::(?P<minute>\d{1,2})(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d{0,9}))?)?)?"
-_ZONE = r"(?P<zone>Z|UTC|GMT|(?:UTC|GMT)?[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?)"
+_DATE = r"(?P<year>[+-]?[0-9]{4,7})(?:-(?P<month>[0-9]{1,2})(?:-(?P<day>[0-9]{1,2}))?)?"
+_TIME = r"(?P<hour>[0-9]{1,2})(?::(?P<minute>[0-9]{1,2})(?::(?P<second>[0-9]{1,2})(?:\.(?P<fraction>[0-9]{0,9}))?)?)?"
+_ZONE = r"(?P<zone>Z|UTC|GMT|(?:UTC|GMT)?[+-][0-9]{1,2}(?::?[0-9]{2}(?::?[0-9]{2})?)?)"
 _DATE_TEXT = re.compile(rf"{_DATE}(?:[ T].*)?", re.DOTALL)
-_TIMESTAMP_TEXT = re.compile(rf"{_DATE}(?:[ T]{_TIME})?\s*{_ZONE}?")
+# Spark's parser takes ASCII digits only, and trims a zone as Java trims (no other script's spaces).
+_TIMESTAMP_TEXT = re.compile(rf"{_DATE}(?:[ T]{_TIME})?[\x00-\x20]*{_ZONE}?")
 
 
 # A literal outside the years 1..9999 (Python's ``date``) is an Arrow scalar: Spark's dates and

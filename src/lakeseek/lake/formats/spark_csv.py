@@ -459,7 +459,7 @@ def _offset_seconds(zone: str | None) -> int | None:
     which Spark reads the text with, and Python's differ for some dates."""
     if zone is None:
         return 0  # a UTC session
-    name = re.sub(r"([+-])([0-9]):", r"\g<1>0\2:", zone.strip(), count=1)
+    name = re.sub(r"([+-])([0-9]):", r"\g<1>0\2:", zone.strip(JAVA_BLANKS), count=1)
     name = re.sub(r"([+-])([0-9]{2}):([0-9])$", r"\1\2:0\3", name, count=1)
     name = SHORT_IDS.get(name, name)
     if name in ("Z", "UTC", "GMT", "UT"):
