@@ -52,6 +52,10 @@ class LogEntry:
     actions: tuple[dict, ...]  # each {"action": name, ...}: see lakeseek.format.actions
 
 
+# Listings of the log ``latest`` takes when every entry it listed was vacuumed before it read it.
+LISTINGS = 3
+
+
 class IndexLog:
     def __init__(self, storage: Storage, index_dir: str) -> None:
         self.storage = storage
@@ -80,22 +84,28 @@ class IndexLog:
         or holding another version's root) are skipped with a warning naming them: queries
         stay exact on the older version (files changed since are read), and the next commit,
         numbered past them, makes the log whole again (``lakeseek refresh --mode full``)."""
-        versions = self.versions()
-        if not versions:
-            raise IndexNotFoundError(f"no lakeseek index at {self.storage.shown(self.index_dir)}")
-        damaged = []
-        for version in reversed(versions):
-            try:
-                root = self.read(version)
-            except IndexNotFoundError:
-                continue  # vacuumed since the listing: a newer version exists
-            except IndexCorruptError as error:
-                damaged.append(str(error))
-                continue
+        for _ in range(LISTINGS):
+            versions = self.versions()
+            if not versions:
+                raise IndexNotFoundError(f"no lakeseek index at {self.storage.shown(self.index_dir)}")
+            damaged = []
+            for version in reversed(versions):
+                try:
+                    root = self.read(version)
+                except IndexNotFoundError:
+                    continue  # vacuumed since the listing: a newer version exists
+                except IndexCorruptError as error:
+                    damaged.append(str(error))
+                    continue
+                if damaged:
+                    repair = self.removal(versions[-1]) or "run `lakeseek refresh --mode full` to repair"
+                    logger.warning(
+                        "%s; using version %d, the newest whole one (%s)", "; ".join(damaged), version, repair
+                    )
+                return root
             if damaged:
-                repair = self.removal(versions[-1]) or "run `lakeseek refresh --mode full` to repair"
-                logger.warning("%s; using version %d, the newest whole one (%s)", "; ".join(damaged), version, repair)
-            return root
+                break
+            # Every entry listed was vacuumed since: the versions committed after the listing remain.
         if not damaged:
             shown = self.storage.shown(self.index_dir)
             raise IndexNotFoundError(f"no lakeseek index at {shown} (its log was emptied meanwhile)")
