@@ -319,6 +319,29 @@ def test_a_kept_listing_with_files_replaced_since_answers_a_state_the_lake_was_i
         assert [pair["file"] for pair in index.locate(["a1", "b2"]).to_pylist()] == [str(lake / "part-2.parquet")]
 
 
+@pytest.mark.parametrize("kind", ["sorted", "skipping"])
+def test_a_kept_listing_reads_a_file_replaced_with_fewer_row_groups_again(tmp_path, kind):
+    """An index of row groups named row group 5 of a file replaced since by one of a single row
+    group: the read failed with pyarrow's raw ArrowIndexError instead of listing the lake again
+    (found by the review hunt)."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+
+    def write(name: str, keys: list[int], row_group_size: int) -> None:
+        pq.write_table(pa.table({"id": pa.array(keys, pa.int64())}), lake / ".next", row_group_size=row_group_size)
+        os.replace(lake / ".next", lake / name)
+
+    write("a.parquet", [*range(100, 110), 5], 2)
+    write("b.parquet", [2, 3], 1)
+    lakeseek.create_index(str(lake), ["id"], kind=kind, row_groups=True, engine="local")
+    index = lakeseek.open_index(str(lake), lake_listing="once")
+    assert index.read("id = 5").num_rows == 1
+    write("a.parquet", [1], 1)
+    write("b.parquet", [2, 3, 5], 1)
+    for _ in range(2):
+        assert index.read("id = 5").column("id").to_pylist() == [5]
+
+
 def test_a_listing_the_tree_changed_under_holds_no_later_file_without_an_earlier_one(tmp_path, monkeypatch):
     """A walk is no snapshot: a writer put `a` in a directory the walk had listed, then `b` in
     one it had not, and the listing held `b` without `a` (rows of a later file without an

@@ -344,7 +344,8 @@ def distinct_schemas(
 
 
 # What pyarrow raises for a data file it cannot read (a text file's header not UTF-8: the last).
-_UNREADABLE = (pa.ArrowInvalid, OSError, UnicodeDecodeError)
+# ArrowIndexError: row groups an index names that the file (replaced since) no longer has.
+_UNREADABLE = (pa.ArrowInvalid, pa.ArrowIndexError, OSError, UnicodeDecodeError)
 
 
 @contextmanager
