@@ -133,6 +133,14 @@ def test_a_location_with_empty_or_dot_segments_is_the_lake_spark_reads(bucket, t
         index = lakeseek.open_index(container + spelling, storage_options=bucket.options)
         assert index.status().is_fresh, spelling
         _assert_exact(index, local, lake)
+    # A '?' or '#' is part of a key, as Hadoop's Path takes it: the lake s3://b/lake#1 is not
+    # s3://b/lake (its query and fragment were dropped, and lake's files answered for it).
+    other = str(tmp_path / "other")
+    make_typed_lake(other, files_per_region=1, rows_per_file=40, seed=9)
+    for name in ("lake#1", "lake?x=1"):
+        odd = bucket.upload(other, name)
+        index = lakeseek.create_index(odd, ["id"], engine="local", storage_options=bucket.options)
+        _assert_exact(index, other, odd)
     # Messages name a place in an object store by its URI, not by its path in the store.
     with pytest.raises(lakeseek.LakeNotFoundError, match=f"lake not found: {container}/nowhere is not"):
         lakeseek.open_index(container + "/nowhere", storage_options=bucket.options)

@@ -33,7 +33,7 @@ def open_azure(location: str, storage_options: Mapping[str, object] | None = Non
     if host and "AZURE_STORAGE_ACCOUNT_NAME" not in found:  # abfs://container@account.dfs.core.windows.net
         found["AZURE_STORAGE_ACCOUNT_NAME"] = host.split(".", 1)[0]
     storage = cached_storage("az", container, found, lambda: _storage(container, found))
-    return storage, store_path(container, parsed.path)
+    return storage, store_path(container, location, parsed.netloc)
 
 
 def _storage(container: str, found: dict[str, str]) -> ObjectStorage:

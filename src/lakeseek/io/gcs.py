@@ -26,7 +26,7 @@ def open_gcs(location: str, storage_options: Mapping[str, object] | None = None)
     parsed = urlparse(location)
     found = settings(os.environ, KEYS, storage_options)
     storage = cached_storage("gs", parsed.netloc, found, lambda: _storage(parsed.netloc, found))
-    return storage, store_path(parsed.netloc, parsed.path)
+    return storage, store_path(parsed.netloc, location, parsed.netloc)
 
 
 def _storage(bucket: str, found: dict[str, str]) -> ObjectStorage:

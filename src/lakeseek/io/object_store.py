@@ -261,12 +261,14 @@ class _RangedObject(io.RawIOBase):
         return len(data)
 
 
-def store_path(container: str, path: str) -> str:
-    """The storage path of a URI's ``container`` (bucket) and ``path``, normalized as Hadoop's
-    ``Path`` normalizes a URI (what Spark reads for it): repeated slashes are one, ``.`` and
-    ``..`` segments resolved, no trailing slash. An object store has no directories, so
-    ``s3://b//lake`` would name keys under ``/lake``, which object_store cannot address: read
-    as they were, every path in the lake lost its first character."""
+def store_path(container: str, location: str, netloc: str) -> str:
+    """The storage path of ``location``, a URI whose host is ``netloc``, in its ``container``
+    (bucket): its path as Hadoop's ``Path`` takes it (what Spark reads for it), a ``?`` or ``#``
+    being part of a key, not a query or fragment; repeated slashes are one, ``.`` and ``..``
+    segments resolved, no trailing slash. An object store has no directories, so ``s3://b//lake``
+    would name keys under ``/lake``, which object_store cannot address: read as they were, every
+    path in the lake lost its first character."""
+    path = location.split("://", 1)[1][len(netloc) :]
     normalized = posixpath.normpath("/" + path.lstrip("/"))
     return f"{container}{normalized}".rstrip("/")
 

@@ -33,7 +33,7 @@ def open_s3(location: str, storage_options: Mapping[str, object] | None = None) 
     parsed = urlparse(location)
     found = settings(os.environ, KEYS, storage_options)
     storage = cached_storage(parsed.scheme, parsed.netloc, found, lambda: _storage(parsed.scheme, parsed.netloc, found))
-    return storage, store_path(parsed.netloc, parsed.path)
+    return storage, store_path(parsed.netloc, location, parsed.netloc)
 
 
 def _storage(scheme: str, bucket: str, found: dict[str, str]) -> ObjectStorage:
