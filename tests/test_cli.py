@@ -100,6 +100,7 @@ def test_create_then_query_files_status(tmp_path, typed_lake, spark):
         ("name LIKE 'a\\'", "invalid LIKE pattern"),
         ("id = = 1", "malformed predicate 'id = = 1': '=' lacks its right side (at character 6)"),
         ("id BETWEEN 1", "'BETWEEN' lacks its upper bound"),
+        ("id = -", "'-' lacks its operand"),
         ("id = 'unterminated", "malformed predicate"),
         ("", "empty"),
         ("id = name", "cannot compare column 'id' (int64) with column 'name' (string)"),

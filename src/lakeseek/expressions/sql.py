@@ -170,7 +170,8 @@ def _shown(text: str) -> str:
 
 # sqlglot names a missing operand by its expression class and argument.
 _MISSING = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*\.(\w+)'>\.?")
-_OPERATORS = {"EQ": "=", "NEQ": "<>", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<=", "NullSafeEQ": "<=>"}
+_OPERATORS = {"EQ": "=", "NEQ": "<>", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<=", "NullSafeEQ": "<=>", "Neg": "-"}
+_UNARY = {"NOT", "-"}
 _OPERANDS = {
     "this": "its left side",
     "expression": "its right side",
@@ -186,7 +187,7 @@ def _parse_error(error: SqlglotError) -> str:
     if missing is not None:
         argument, operator = missing.groups()
         operator = _OPERATORS.get(operator, operator.upper())
-        operand = "its operand" if operator == "NOT" else _OPERANDS.get(argument, f"its {argument}")
+        operand = "its operand" if operator in _UNARY else _OPERANDS.get(argument, f"its {argument}")
         message = message.replace(missing.group(0), f"'{operator}' lacks {operand}")
     return re.sub(r"\.? Line (\d+), Col: (\d+)\.?$", lambda m: f" (at character {m[2]})", message)
 
