@@ -260,6 +260,8 @@ BAD_REQUESTS = [
         400,
         "'limit' is a whole number",
     ),
+    ("GET", "/v1/lakes/events/files?where=id%20%3D%20%FF", None, None, {}, 400, "query string is not UTF-8"),
+    ("POST", "/v1/lakes/events/rows", None, b"[]", {}, 400, "must be a JSON object"),
     ("GET", "/v1/lakes/events/locate", None, None, {}, 405, "Method Not Allowed"),
     ("GET", "/v1/nothing/here", None, None, {}, 404, "Not Found"),
 ]

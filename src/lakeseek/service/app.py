@@ -13,6 +13,7 @@ import base64
 import hmac
 import json
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -213,6 +214,10 @@ async def _body(request: Request) -> bytes:
 def _params(request: Request, body: bytes) -> dict:
     """The query string's parameters, and a JSON body's (which win; any body but an Arrow
     stream is read as JSON, whatever its declared type)."""
+    try:  # Starlette would decode bytes that are not UTF-8 as U+FFFD, and run another predicate
+        urllib.parse.unquote_to_bytes(request.scope["query_string"]).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RequestError(400, f"the query string is not UTF-8 text (byte {error.start} of it, decoded)") from error
     params: dict[str, Any] = dict(request.query_params)
     if body and not _sends_arrow(request):
         try:
@@ -222,7 +227,7 @@ def _params(request: Request, body: bytes) -> dict:
         except RecursionError as error:
             raise RequestError(400, "the request body nests JSON too deeply") from error
         if not isinstance(given, dict):
-            raise RequestError(400, "the request body is a JSON object")
+            raise RequestError(400, "the request body must be a JSON object")
         params.update(given)
     return params
 
