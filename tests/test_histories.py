@@ -9,7 +9,9 @@ quick/full, vacuum, delete, restore; in process mostly, on Spark sometimes). Aft
 step a few generated predicates on indexed and unindexed columns go through a fresh
 ``open_index`` and through one handle opened right after the create and kept: ``read``
 must return the rows of a full pyarrow read of the files as they are now, ``files`` every
-file holding one, and ``locate`` exactly the (key, file) pairs of the lake. The fresh
+file holding one, and ``locate`` exactly the (key, file) pairs of the lake. A third handle,
+opened with it and keeping its first listing (``lake_listing="once"``), must answer ``read``
+as the lake was at one of the checks since (a state it was in, never a mix of two). The fresh
 handle's root must also keep its invariant: every column covers every file the lineage
 says is indexed.
 
@@ -75,6 +77,10 @@ class History:
         self.next_id = 0
         self.serial = itertools.count()
         self.kept: lakeseek.Index | None = None  # opened right after the create, never reopened
+        # Opened with it, keeping the first listing it takes ("once"), and the lake's rows at
+        # every check since: each of its answers must be the answer of one of them.
+        self.once: lakeseek.Index | None = None
+        self.states: list[list[dict]] = []
         self.steps: list[str] = []
 
     def log(self, text: str) -> None:
@@ -237,6 +243,7 @@ class History:
             return
         lakeseek.create_index(self.root, columns, kind=kind, spark=self.spark, **options)
         self.kept = lakeseek.open_index(self.root)
+        self.once = lakeseek.open_index(self.root, lake_listing="once")
 
     def add_column(self, number: int) -> None:
         index = self._latest()
@@ -362,7 +369,9 @@ class History:
         self._check_coverage(fresh, rows)
         # A column only some files ever had is in a handle's schema while its version records
         # it or a file it does not cover has it: the handles may disagree on 'extra'.
-        trees = self.predicates(rows, set(fresh.schema.names) & set(self.kept.schema.names), seed)
+        self.states.append(rows)
+        names = set(fresh.schema.names) & set(self.kept.schema.names) & set(self.once.schema.names)
+        trees = self.predicates(rows, names, seed)
         for handle, which in ((fresh, "fresh handle"), (self.kept, "long-lived handle")):
             for tree in trees:
                 where = to_sql(tree)
@@ -372,6 +381,11 @@ class History:
                 candidates = set(handle.files(where))
                 assert candidates >= {row["__file"] for row in expected}, f"{which}: files {where}"
             self._check_locate(handle, rows, random.Random(seed), which)
+        for tree in trees:
+            where = to_sql(tree)
+            got = sorted(self.once.read(where, columns=["id"]).column("id").to_pylist())
+            answers = [sorted(row["id"] for row in state if evaluate(tree, row) is True) for state in self.states]
+            assert got in answers, f"handle keeping its first listing: read {where} is no state the lake was in"
 
     def _check_locate(self, handle: lakeseek.Index, rows: list[dict], rng: random.Random, which: str) -> None:
         column = rng.choice(handle.columns)

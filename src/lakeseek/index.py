@@ -246,6 +246,7 @@ class Index:
 
     # -- the lake's schema ------------------------------------------------------------------
     @property
+    @again_when_files_change
     def schema(self) -> pa.Schema:
         """The lake's Arrow schema as lakeseek reads it now (see :meth:`schema_of`)."""
         return self.schema_of(self.lake_state())
@@ -281,12 +282,14 @@ class Index:
         return spark_schema_json(self.schema_of(state), root.partition_columns, root.schema, root.spark_schema)
 
     # -- queries ----------------------------------------------------------------------------
+    @again_when_files_change
     def plan(self, where: str | Predicate, *, state: LakeState | None = None) -> Plan:
         """The files a query with this predicate (SQL text or an unbound expression tree) must
         read, in the lake as ``state`` lists it (default: now)."""
         state = state or self.lake_state()
         return self._plan(self.bind(where, state), state)
 
+    @again_when_files_change
     def files(self, where: str, *, sample: float | None = None) -> list[str]:
         """Paths of the data files that may hold rows matching ``where`` (SQL), of a ``sample``
         when given (see :meth:`read`)."""
@@ -363,6 +366,7 @@ class Index:
         predicate = self.bind(where, state)
         return self.read_files(list(state.files), predicate, columns, None, state)
 
+    @again_when_files_change
     def explain(self, where: str, *, analyze: bool = False, what_if: Sequence[str | IndexSpec] = ()) -> Explanation:
         """How a query with this predicate uses the index: columns used, candidate files (and
         row groups) against the total, index reads and bytes, estimated against actual cost,
@@ -565,6 +569,7 @@ class Index:
             return Changes(frozenset(), frozenset())
         return self.lake.changes(then, snapshot)
 
+    @again_when_files_change
     def status(self, *, verify: bool = False) -> IndexStatus:
         """The index compared with the lake now: freshness, size, running operations, damage
         (with ``verify``, found by reading every index file whole, checksums checked)."""

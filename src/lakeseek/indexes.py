@@ -98,6 +98,7 @@ class IndexSet:
     def reload(self) -> IndexSet:
         return IndexSet([index.reload() for index in self.indexes])
 
+    @again_when_files_change
     def plan(self, where: str | Predicate) -> Plan:
         """The files a query with this predicate reads, through the cheapest index."""
         weighed = self._weigh(where)
@@ -124,6 +125,7 @@ class IndexSet:
         best = weighed[position]
         return best.index.read_files(chosen.files, best.predicate, columns, chosen.row_groups, best.state), chosen
 
+    @again_when_files_change
     def explain(self, where: str, *, analyze: bool = False, what_if: Sequence[str | IndexSpec] = ()) -> Explanation:
         """How the query runs (:meth:`Index.explain`), with every index weighed: its estimate,
         the index reads its lookups made, the files it left and (``analyze``) how many of
