@@ -329,7 +329,8 @@ class History:
         for path in files:
             region_part = self._rel(path).split(os.sep)[0]
             raw = region_part.partition("=")[2]
-            region = None if raw == "__HIVE_DEFAULT_PARTITION__" else raw
+            # A file in the root (the lake holds no other now) has no region: the index's NULL.
+            region = None if raw == "__HIVE_DEFAULT_PARTITION__" or os.sep not in self._rel(path) else raw
             with open(path, "rb") as f:
                 table = pq.read_table(f)
             for row in table.to_pylist():
