@@ -106,6 +106,8 @@ def test_create_then_query_files_status(tmp_path, typed_lake, spark):
         ("id = name", "cannot compare column 'id' (int64) with column 'name' (string)"),
         ("upper(name) = 'A'", "unsupported predicate"),
         ("id = 1; DROP TABLE x", "malformed predicate"),
+        ("id IS", "malformed predicate 'id IS': unexpected 'IS' after 'id'"),
+        ("id = 1 adn", "unexpected 'adn' after 'id = 1'"),  # Spark: id = 1, named adn
     ],
 )
 def test_bad_predicates(typed_lake, where, message):

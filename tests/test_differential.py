@@ -519,6 +519,7 @@ def test_query_sequences_on_one_handle_per_front_end(differential_lake, spark, f
 # a decimal's double is correctly rounded, CAST to DECIMAL(p, s) rounds half up, CAST of a
 # fraction to an integer type drops it, and the smallest BIGINT is a literal.
 LITERAL_TYPING = [
+    "i32 = 5;;",
     "i32 = 2147483647F",
     "i32 < 2147483647F",
     "i32 IN (2147483647F, 5)",
@@ -588,6 +589,10 @@ SPARK_REFUSES = [
     "ts > '1970-01-01\u2003'",
     "dec > '1_0'",
     "i32 = CAST('5.0' AS INT)",
+    "i32 IN (1,)",
+    "i32 IN (1, 2,)",
+    "; i32 = 5",
+    "i32 = 5; i32 = 6",
 ]
 
 

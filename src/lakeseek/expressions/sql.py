@@ -18,10 +18,10 @@ import threading
 from decimal import ROUND_HALF_UP, Context, Decimal
 
 import pyarrow as pa
-import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
-from sqlglot.errors import SqlglotError
+from sqlglot.errors import ParseError, SqlglotError
+from sqlglot.tokens import Token, TokenType
 
 from lakeseek.exceptions import PredicateParseError, UnsupportedPredicateError
 from lakeseek.expressions import (
@@ -81,13 +81,37 @@ def parse_tree(text: str) -> exp.Expr:
     except UnicodeEncodeError as error:  # bytes that are not UTF-8, kept by Python as surrogates
         raise PredicateParseError(f"the predicate is not valid UTF-8 text (at character {error.start})") from None
     try:
-        trees = _deeply(sqlglot.parse, text, read=LakeseekDialect)
+        tokens = _DIALECT.tokenize(text)
+        _refuse_what_spark_refuses(tokens)
+        trees = _deeply(_DIALECT.parser().parse, tokens, text)
     except SqlglotError as error:
         raise PredicateParseError(f"malformed predicate {_shown(text)}: {_parse_error(error)}") from error
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         raise PredicateParseError(f"malformed predicate {_shown(text)}: expected one boolean expression")
+    named = trees[0].find(exp.Alias)
+    if named is not None:
+        # Spark reads `a = 1 x` as `a = 1` named x, so a typo there silently drops what follows.
+        raise PredicateParseError(
+            f"malformed predicate {_shown(text)}: unexpected {named.alias!r} after {named.this.sql(dialect='spark')!r}"
+        )
     return _signed_typed_numbers(trees[0])
+
+
+_DIALECT = LakeseekDialect()
+
+
+def _refuse_what_spark_refuses(tokens: list[Token]) -> None:
+    """sqlglot takes a ``,`` before a ``)`` and a ``;`` anywhere; Spark's parser refuses both,
+    but for the ``;`` ending a statement (``... WHERE a = 5;;``)."""
+    statement_end = len(tokens)
+    while statement_end and tokens[statement_end - 1].token_type == TokenType.SEMICOLON:
+        statement_end -= 1
+    for token, following in zip(tokens[:statement_end], [*tokens[1:statement_end], None], strict=True):
+        if token.token_type == TokenType.SEMICOLON or (
+            token.token_type == TokenType.COMMA and following is not None and following.token_type == TokenType.R_PAREN
+        ):
+            raise ParseError(f"Unexpected '{token.text}'. Line {token.line}, Col: {token.col}")
 
 
 def _signed_typed_numbers(tree: exp.Expr) -> exp.Expr:
