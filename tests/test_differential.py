@@ -250,12 +250,40 @@ def _quoted(text: str) -> st.SearchStrategy[str]:
     return st.sampled_from(["'", '"']).map(lambda quote: quote + text.replace(quote, quote * 2) + quote)
 
 
+# Around a string cast to the column's type: characters Spark's casts trim (those up to the
+# space, DEL for most types; Java's trim for DOUBLE and DECIMAL) and ones they keep and refuse.
+_PADDING = ["", " ", "  ", "\t", "\n", "\r", "\x00", "\x01", "\x1f", "\x7f", "\u00a0", "\u2003", "\u3000", "\u0085"]
+
+
+def _padded(value: object) -> st.SearchStrategy[str]:
+    if isinstance(value, float):
+        text = repr(value).replace("nan", "NaN").replace("inf", "Infinity")
+    elif isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, dt.datetime):
+        text = value.replace(tzinfo=None).isoformat(sep=" ")
+    elif isinstance(value, dt.date):
+        text = value.isoformat()
+    else:
+        text = str(value)
+    pads = st.sampled_from(_PADDING)
+    return st.tuples(pads, pads).map(lambda p: f"'{p[0]}{text}{p[1]}'")
+
+
 def _literal(name: str, *, strings: bool = True) -> st.SearchStrategy[str]:
-    literals = _any_literal(name)
-    return literals if strings else literals.filter(lambda text: not text.startswith(("'", '"')))
+    if not strings:
+        return _spelled_literal(name).filter(lambda text: not text.startswith(("'", '"')))
+    return _any_literal(name)
 
 
 def _any_literal(name: str) -> st.SearchStrategy[str]:
+    literals = _spelled_literal(name)
+    if pa.types.is_string(TYPES[name]) or pa.types.is_binary(TYPES[name]):
+        return literals
+    return st.one_of(literals, literals, literals, st.sampled_from(EDGES[name]).flatmap(_padded))
+
+
+def _spelled_literal(name: str) -> st.SearchStrategy[str]:
     t = TYPES[name]
     values = [v for v in EDGES[name] if v is not None]
     if pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_floating(t):
