@@ -5,18 +5,43 @@ make the Parquet reader fail deep inside its C++ code, where an error ends the p
 one flipped bit in a row file's footer, "Definition level histogram size mismatch", an abort).
 So the root records the crc32 of each index file's footer with its 8-byte trailer, and a
 footer is parsed only once its bytes are the ones written.
+
+The crc32 also binds the root to the file: every index file's footer holds a random id
+(:func:`unique_footer`), so another file put in its place (an older file of the index, one
+of another lake) fails the check even where its content has the same shape, and an equal
+footer.
 """
 
 from __future__ import annotations
 
 import io
+import uuid
 import zlib
 from collections.abc import Callable
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 FOOTER_READ = 64 * 1024  # the tail read first for a footer (most fit)
 TRAILER = 8  # the footer's length (4 bytes, little-endian) and "PAR1"
+
+
+FILE_ID_KEY = "lakeseek.file"
+
+
+def unique_footer() -> dict[str, str]:
+    """Key-value metadata that makes a new index file's footer its own."""
+    return {FILE_ID_KEY: uuid.uuid4().hex}
+
+
+def parquet_bytes(table: pa.Table, row_group_size: int | None = None, **options) -> bytes:
+    """``table`` as a Parquet file with a footer of its own (:func:`unique_footer`);
+    ``options`` are :class:`pyarrow.parquet.ParquetWriter`'s."""
+    sink = pa.BufferOutputStream()
+    with pq.ParquetWriter(sink, table.schema, **options) as writer:
+        writer.write_table(table, row_group_size=row_group_size)
+        writer.add_key_value_metadata(unique_footer())
+    return sink.getvalue().to_pybytes()
 
 
 def footer_crc32(data: bytes) -> int:

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError, LakeseekError, UnsupportedColumnError
-from lakeseek.format.footers import footer_crc32
+from lakeseek.format.footers import footer_crc32, parquet_bytes
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import keys_of
 from lakeseek.io import Stamp, Storage
@@ -107,10 +107,8 @@ def write_segment(
     row_files = []
     for start in range(0, rows.num_rows, ROWS_PER_FILE):
         part = rows.slice(start, ROWS_PER_FILE)
-        sink = io.BytesIO()
-        pq.write_table(part, sink, row_group_size=chunk_rows, compression="zstd", write_page_checksum=True)
+        data = parquet_bytes(part, chunk_rows, compression="zstd", write_page_checksum=True)
         path = f"{files.data_dir}/rows-{uuid.uuid4().hex}.parquet"
-        data = sink.getvalue()
         storage.write(f"{files.index_dir}/{path}", data)
         keys = part.column(ROW_KEY)
         firsts = tuple(keys_of(keys.take(pa.array(range(0, part.num_rows, chunk_rows)))))

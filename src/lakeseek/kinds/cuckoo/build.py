@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import uuid
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +25,7 @@ from lakeseek.io import Stamp, Storage
 from lakeseek.io.spills import read_spill, write_spill
 from lakeseek.kinds.base import FILE_ID, KEY, Job, OperationFiles
 from lakeseek.kinds.cuckoo.content import CuckooConfig, FilterSegment
-from lakeseek.kinds.cuckoo.filters import bucket_count, build_filter, encode_buckets, read_all_buckets
+from lakeseek.kinds.cuckoo.filters import bucket_count, build_filter, checksum_seed, encode_buckets, read_all_buckets
 from lakeseek.kinds.file_keys import IndexedColumn, LakeScan, file_groups, scratch_cleared
 from lakeseek.lake.files import reading_data_files
 
@@ -99,7 +100,7 @@ def merge_segments(
         keys.append(directory[KEYS][kept])
         if segment.buckets_path is not None:
             path = f"{files.index_dir}/{segment.buckets_path}"
-            matrix = read_all_buckets(storage.read(path), segment.buckets, segment.slots, segment.bits, path)
+            matrix = read_all_buckets(storage.read(path), segment, path)
             blocks.append(matrix[:, np.repeat(kept, directory[SLOTS])])
     file_ids = np.concatenate(ids)
     if not len(file_ids):
@@ -121,7 +122,10 @@ def read_directory(storage: Storage, index_dir: str, segment: FilterSegment) -> 
     """A segment's directory file as arrays, checked against the root."""
     path = f"{index_dir}/{segment.directory}"
     try:
-        table = pq.read_table(io.BytesIO(storage.read(path)), page_checksum_verification=True)
+        data = storage.read(path)
+        if len(data) != segment.directory_size or zlib.crc32(data) != segment.directory_crc32:
+            raise ValueError("not the file its index version wrote: checksum or size mismatch")
+        table = pq.read_table(io.BytesIO(data), page_checksum_verification=True)
         if table.schema != DIRECTORY_SCHEMA:
             raise ValueError(f"its schema is {table.schema}")
     except FileNotFoundError as error:
@@ -168,22 +172,26 @@ def write_segment(
     )
     sink = io.BytesIO()
     pq.write_table(directory, sink, compression="zstd", write_page_checksum=True)
+    directory_data = sink.getvalue()
     directory_path = f"{files.data_dir}/cuckoo-{uuid.uuid4().hex}.parquet"
-    storage.write(f"{files.index_dir}/{directory_path}", sink.getvalue())
+    storage.write(f"{files.index_dir}/{directory_path}", directory_data)
     total = int(filters.slots.sum())
     buckets_path, buckets_size, first, stride, read = None, 0, 0, 0, 0
+    seed = checksum_seed()
     if total:
         matrix = np.concatenate(filters.tables, axis=1) if filters.tables else np.zeros((buckets, 0), np.uint32)
-        data, first, stride, read = encode_buckets(matrix, bits)
+        data, first, stride, read = encode_buckets(matrix, bits, seed)
         buckets_path = f"{files.data_dir}/buckets-{uuid.uuid4().hex}.parquet"
         storage.write(f"{files.index_dir}/{buckets_path}", data)
         buckets_size = len(data)
     return FilterSegment(
         column=column,
         directory=directory_path,
-        directory_size=len(sink.getvalue()),
+        directory_size=len(directory_data),
+        directory_crc32=zlib.crc32(directory_data),
         buckets_path=buckets_path,
         buckets_size=buckets_size,
+        checksum_seed=seed,
         buckets=buckets,
         bits=bits,
         files=len(filters.file_ids),

@@ -46,8 +46,10 @@ class FilterSegment:
     column: str
     directory: str  # the directory file's path, in the index directory
     directory_size: int
+    directory_crc32: int  # of the whole directory file
     buckets_path: str | None  # the bucket file's (None: no file holds a key)
     buckets_size: int
+    checksum_seed: int  # the bucket checksums' crc32 seed
     buckets: int  # buckets per filter
     bits: int  # fingerprint bits
     files: int
@@ -82,8 +84,10 @@ class FilterSegment:
             "column": self.column,
             "directory": self.directory,
             "directory_size": self.directory_size,
+            "directory_crc32": self.directory_crc32,
             "buckets_path": self.buckets_path,
             "buckets_size": self.buckets_size,
+            "checksum_seed": self.checksum_seed,
             "buckets": self.buckets,
             "bits": self.bits,
             "files": self.files,
@@ -103,12 +107,18 @@ class FilterSegment:
         numbers = [int(raw[name]) for name in whole]
         if any(number < 0 for number in numbers) or numbers[2] < 1 or numbers[3] not in (16, 24, 32):
             raise ValueError("a cuckoo segment's numbers are malformed")
+        checksums = [int(raw["directory_crc32"]), int(raw["checksum_seed"])]
+        if any(not 0 <= number < 2**32 for number in checksums):
+            raise ValueError("a cuckoo segment's checksums are malformed")
         return cls(
             str(raw["column"]),
             index_path(raw["directory"]),
             numbers[0],
+            checksums[0],
             None if path is None else index_path(path),
-            *numbers[1:],
+            numbers[1],
+            checksums[1],
+            *numbers[2:],
             int(raw["keys"]),
             int(raw["null_files"]),
             float(raw["distinct"]),

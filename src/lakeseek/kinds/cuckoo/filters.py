@@ -12,7 +12,10 @@ keys fit.
 The buckets of a segment are a Parquet file of one row group per bucket, each holding one
 ``fingerprints`` value (``fixed_size_binary``: every file's slots of that bucket, file after
 file, little-endian) and its ``crc32``: plain, uncompressed, without statistics, so every row
-group has the same size and bucket ``j`` is one ranged read at ``first + j * stride``.
+group has the same size and bucket ``j`` is one ranged read at ``first + j * stride``. The
+crc32 starts from a random seed the root records with the segment: a lookup reads no footer,
+so the seed is what binds the file to the root (another segment's bucket file of the same
+shape put in its place fails every bucket's check).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format.hashing import mix64
+from lakeseek.kinds.cuckoo.content import FilterSegment
 
 FINGERPRINT_BITS = (16, 24, 32)
 MAX_KICKS = 500  # the cuckoo paper's bound on evictions before a filter is declared full
@@ -144,13 +148,19 @@ def width(bits: int) -> int:
     return bits // 8
 
 
-def encode_buckets(slots: np.ndarray, bits: int) -> tuple[bytes, int, int, int]:
-    """The bucket file of an (buckets, total slots) fingerprint array; with the offset of
-    bucket 0's fingerprints, the stride between buckets, and the bytes a bucket read takes
-    (its fingerprints, then the crc32 column chunk that ends its row group)."""
+def checksum_seed() -> int:
+    """A new bucket file's crc32 seed."""
+    return random.getrandbits(32)
+
+
+def encode_buckets(slots: np.ndarray, bits: int, seed: int) -> tuple[bytes, int, int, int]:
+    """The bucket file of an (buckets, total slots) fingerprint array, its checksums started
+    from ``seed``; with the offset of bucket 0's fingerprints, the stride between buckets, and
+    the bytes a bucket read takes (its fingerprints, then the crc32 column chunk that ends its
+    row group)."""
     buckets, total = slots.shape
     raw = _slot_bytes(slots, bits).reshape(buckets, total * width(bits))
-    crcs = np.fromiter((zlib.crc32(row) for row in raw), np.uint32, buckets).view(np.int32)
+    crcs = np.fromiter((zlib.crc32(row, seed) for row in raw), np.uint32, buckets).view(np.int32)
     size = total * width(bits)
     fingerprints = pa.FixedSizeBinaryArray.from_buffers(pa.binary(size), buckets, [None, pa.py_buffer(raw.tobytes())])
     schema = pa.schema([pa.field(FINGERPRINTS, pa.binary(size), nullable=False), pa.field(CRC, pa.int32(), False)])
@@ -181,12 +191,13 @@ def encode_buckets(slots: np.ndarray, bits: int) -> tuple[bytes, int, int, int]:
     return data, first, stride, read
 
 
-def decode_bucket(data: bytes, total: int, bits: int, where: str) -> np.ndarray:
-    """A bucket read (``encode_buckets``' ``read`` bytes) as its ``total`` slots, checked, in
-    their stored width (compare them with :func:`stored`): no copy of a large bucket."""
-    size = total * width(bits)
+def decode_bucket(data: bytes, segment: FilterSegment, where: str) -> np.ndarray:
+    """A bucket read of ``segment`` (``encode_buckets``' ``read`` bytes) as its slots, checked,
+    in their stored width (compare them with :func:`stored`): no copy of a large bucket."""
+    bits = segment.bits
+    size = segment.slots * width(bits)
     fingerprints = memoryview(data)[:size]
-    if len(data) < size + 4 or zlib.crc32(fingerprints) != int.from_bytes(data[-4:], "little"):
+    if len(data) < size + 4 or zlib.crc32(fingerprints, segment.checksum_seed) != int.from_bytes(data[-4:], "little"):
         raise IndexCorruptError(f"the cuckoo bucket file {where} is damaged (a bucket's checksum does not match)")
     if bits == 24:
         return np.frombuffer(fingerprints, np.uint8).reshape(-1, 3)
@@ -209,8 +220,9 @@ def matching(slots: np.ndarray, fingerprint: int, bits: int) -> np.ndarray:
     return low[rest]
 
 
-def read_all_buckets(data: bytes, buckets: int, total: int, bits: int, where: str) -> np.ndarray:
-    """Every bucket of a bucket file (a merge), as an (buckets, total) array, checked."""
+def read_all_buckets(data: bytes, segment: FilterSegment, where: str) -> np.ndarray:
+    """Every bucket of ``segment``'s bucket file (a merge), as an (buckets, slots) array, checked."""
+    buckets, total, bits, seed = segment.buckets, segment.slots, segment.bits, segment.checksum_seed
     try:
         table = pq.read_table(io.BytesIO(data))
     except (OSError, pa.ArrowException) as error:
@@ -220,7 +232,7 @@ def read_all_buckets(data: bytes, buckets: int, total: int, bits: int, where: st
     raw = table.column(FINGERPRINTS).combine_chunks()
     crcs = table.column(CRC).to_numpy().view(np.uint32)
     rows = np.frombuffer(raw.buffers()[1], np.uint8, buckets * total * width(bits)).reshape(buckets, -1)
-    if any(zlib.crc32(row) != crc for row, crc in zip(rows, crcs, strict=True)):
+    if any(zlib.crc32(row, seed) != crc for row, crc in zip(rows, crcs, strict=True)):
         raise IndexCorruptError(f"the cuckoo bucket file {where} is damaged (a bucket's checksum does not match)")
     return _fingerprints_of(rows.tobytes(), bits).reshape(buckets, total)
 

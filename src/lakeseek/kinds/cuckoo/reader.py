@@ -77,7 +77,7 @@ class CuckooReader(KindReader):
                 read_directory(self.storage, self.index_dir, segment)
                 if segment.buckets_path is not None:
                     path = f"{self.index_dir}/{segment.buckets_path}"
-                    read_all_buckets(self.storage.read(path), segment.buckets, segment.slots, segment.bits, path)
+                    read_all_buckets(self.storage.read(path), segment, path)
             except (IndexCorruptError, FileNotFoundError) as error:
                 found.append(f"{error}: queries on '{segment.column}' read every file; {REPAIR}")
         return found
@@ -124,7 +124,7 @@ class CuckooReader(KindReader):
             with self._lock:
                 whole = self._small.get(path)
             if whole is None:
-                matrix = read_all_buckets(self._read(path), segment.buckets, segment.slots, segment.bits, path)
+                matrix = read_all_buckets(self._read(path), segment, path)
                 whole = as_stored(matrix, segment.bits)
                 with self._lock:
                     self._small[path] = whole
@@ -133,7 +133,7 @@ class CuckooReader(KindReader):
             data = self.storage.read_range(path, segment.first + bucket * segment.stride, segment.read)
         except FileNotFoundError as error:
             raise IndexCorruptError(f"the cuckoo bucket file {path} is missing") from error
-        return decode_bucket(data, segment.slots, segment.bits, path)
+        return decode_bucket(data, segment, path)
 
     def _read(self, path: str) -> bytes:
         try:

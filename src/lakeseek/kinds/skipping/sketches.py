@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format.bloom import BloomFilter, keys_held
-from lakeseek.format.footers import read_checked_footer
+from lakeseek.format.footers import parquet_bytes, read_checked_footer
 from lakeseek.format.hashing import hash64
 from lakeseek.format.values import is_temporal_key, key_of, keys_of
 from lakeseek.io import Storage
@@ -154,9 +154,7 @@ def column_bytes(data: bytes) -> dict[str, int]:
 
 
 def encode_segment(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd", row_group_size=max(1, table.num_rows), write_page_checksum=True)
-    return sink.getvalue().to_pybytes()
+    return parquet_bytes(table, max(1, table.num_rows), compression="zstd", write_page_checksum=True)
 
 
 def locations(table: pa.Table) -> np.ndarray:

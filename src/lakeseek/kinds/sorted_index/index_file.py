@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format import values
 from lakeseek.format.bloom import BloomFilter
-from lakeseek.format.footers import footer_crc32
+from lakeseek.format.footers import footer_crc32, unique_footer
 from lakeseek.format.sealed import index_path
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import Storage
@@ -160,7 +160,7 @@ def write_index_file(
             keys.append(pc.unique(chunk.column(KEY).combine_chunks()))
     if writer is None:
         return None
-    metadata = {CHUNKS_METADATA: json.dumps(chunk_ranges)}
+    metadata = {CHUNKS_METADATA: json.dumps(chunk_ranges), **unique_footer()}
     if bloom:
         distinct = pa.concat_arrays(keys)
         metadata[BLOOM_METADATA] = base64.b64encode(BloomFilter.build(distinct).to_bytes()).decode()
