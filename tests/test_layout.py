@@ -328,6 +328,57 @@ def test_bad_requests_are_one_line_errors(tmp_path):
         layout.write(many, str(tmp_path / "wide"), many.column_names)
 
 
+def _entries(location: str) -> list[str]:
+    log = f"{location}/_lakeseek_layout/log"
+    return sorted(f"{log}/{name}" for name in os.listdir(log))
+
+
+@pytest.mark.parametrize("damage", ["directory", "truncated", "outside", "data file truncated", "data file gone"])
+def test_a_damaged_layout_is_a_one_line_error_not_fewer_rows(tmp_path, damage):
+    """Found by a hunt: the newest entry replaced by a directory read the version before it
+    (the rows the newest added left out, silently); a damaged data file was a pyarrow error
+    (a traceback in the command line); an entry naming `../file` was read, and optimize failed
+    on it with an IndexError. Each is now an error naming the damage, for every command."""
+    from click.testing import CliRunner
+
+    from lakeseek.cli.main import main
+
+    location = str(tmp_path / "lake")
+    layout.write(make_rows(0, 600), location, ["a:linear", "b:linear"], cube_size=100, mode="overwrite")
+    layout.write(make_rows(1, 60), location, ["a:linear", "b:linear"], cube_size=100, mode="append")
+    newest = _entries(location)[-1]
+    data_file = sorted(live_files(location))[0]
+    if damage == "directory":
+        os.remove(newest)
+        os.mkdir(newest)
+    elif damage == "truncated":
+        os.truncate(newest, 20)
+    elif damage == "outside":
+        from lakeseek.commits.log import decode_entry, encode_entry
+
+        with open(newest, "rb") as entry:
+            body = decode_entry(entry.read(), newest)
+        shutil.copy(f"{location}/{body['files'][0]['path']}", tmp_path / "outside.parquet")
+        body["files"][0]["path"] = "../outside.parquet"
+        with open(newest, "wb") as entry:
+            entry.write(encode_entry(body))
+    elif damage == "data file truncated":
+        os.truncate(data_file, os.path.getsize(data_file) // 2)
+    else:
+        os.remove(data_file)
+    with pytest.raises(LakeseekError) as raised:
+        layout.read(location)
+    assert "\n" not in str(raised.value) and "refresh" not in str(raised.value), raised.value
+    for command in (
+        ["layout", "sample", location, "--fraction", "0.5"],
+        ["layout", "optimize", location, "--engine", "local"],
+    ):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), (command, result.output)
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert os.path.exists(tmp_path / "outside.parquet") == (damage == "outside")
+
+
 def test_the_command_line_writes_a_partitioned_directory_with_its_partition_columns(spark, tmp_path):
     """``layout write --engine local`` read the directory with pyarrow's defaults and dropped
     the partition column Spark reads from ``date=...`` (found by the docs hunt)."""

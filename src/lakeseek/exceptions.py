@@ -48,6 +48,11 @@ class IndexLogUnreadableError(IndexCorruptError):
     index directory and creating the index again repairs it (a refresh has no root to build on)."""
 
 
+class LayoutCorruptError(IndexCorruptError):
+    """An OTree layout's newest log entry is damaged: its rows cannot be listed, and no index
+    refresh rebuilds them."""
+
+
 class IndexFormatError(LakeseekError):
     """The index was written by an unknown (newer) format version."""
 

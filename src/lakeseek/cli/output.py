@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from lakeseek.exceptions import IndexCorruptError, IndexLogUnreadableError
+from lakeseek.exceptions import IndexCorruptError, IndexLogUnreadableError, LayoutCorruptError
 from lakeseek.index import Index
 from lakeseek.planning import Plan
 from lakeseek.rendering import csv_text, json_lines, python_rows, text
@@ -29,7 +29,8 @@ def fail(error: BaseException) -> None:
     message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     if isinstance(error, FileNotFoundError) and error.filename and str(error.filename) not in message:
         message = f"{message}: {error.filename}"
-    repaired_by_refresh = not isinstance(error, IndexLogUnreadableError)  # which has no root to refresh
+    # An unreadable log has no root to refresh; a layout's log is not an index's.
+    repaired_by_refresh = not isinstance(error, IndexLogUnreadableError | LayoutCorruptError)
     if isinstance(error, IndexCorruptError) and repaired_by_refresh and "refresh --mode full" not in message:
         message += " (`lakeseek refresh SOURCE --mode full` rebuilds the index: docs/damage.md)"
     # A path or argument holding bytes that are not UTF-8 is shown escaped, not as a traceback.

@@ -115,10 +115,11 @@ class ObjectStorage(Storage):
                 depth = self._prefix(directory).count("/")
                 objects = [o for o in objects if o["path"].count("/") == depth]
         else:
-            self._count(IOStats.add_list)
-            with self._listing(directory):
-                objects = obstore.list_with_delimiter(self.store, self._prefix(directory))["objects"]
-        return [FileStatus(f"{self.bucket}/{o['path']}", o["size"], _nanoseconds(o["last_modified"])) for o in objects]
+            return self.list_directory(directory)[0]
+        return [self._status(o) for o in objects]
+
+    def _status(self, listed: dict) -> FileStatus:
+        return FileStatus(f"{self.bucket}/{listed['path']}", listed["size"], _nanoseconds(listed["last_modified"]))
 
     def walk_files(
         self, directory: str, skip_dir: Callable[[str], bool], skip_file: Callable[[str], bool]
@@ -132,11 +133,12 @@ class ObjectStorage(Storage):
         )
         return visible_files(listed, skip_dir, skip_file)
 
-    def list_dirs(self, directory: str) -> list[str]:
+    def list_directory(self, directory: str) -> tuple[list[FileStatus], list[str]]:
         self._count(IOStats.add_list)
         with self._listing(directory):
-            prefixes = obstore.list_with_delimiter(self.store, self._prefix(directory))["common_prefixes"]
-        return [prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in prefixes]
+            listing = obstore.list_with_delimiter(self.store, self._prefix(directory))
+        directories = [prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in listing["common_prefixes"]]
+        return [self._status(o) for o in listing["objects"]], directories
 
     # -- reads ----------------------------------------------------------------------------
     def read(self, path: str) -> bytes:

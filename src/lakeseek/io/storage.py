@@ -225,9 +225,15 @@ class Storage:
 
     def list_dirs(self, directory: str) -> list[str]:
         """Names of the directories directly in ``directory``; an absent one lists as empty."""
+        return self.list_directory(directory)[1]
+
+    def list_directory(self, directory: str) -> tuple[list[FileStatus], list[str]]:
+        """The files directly in ``directory`` and the names of the directories in it, from one
+        listing; an absent one lists as empty."""
         infos = self.fs.get_file_info(pafs.FileSelector(directory, recursive=False, allow_not_found=True))
         self._count(IOStats.add_list)
-        return [i.base_name for i in infos if i.type == pafs.FileType.Directory]
+        files = [FileStatus(i.path, i.size, i.mtime_ns or 0) for i in infos if i.type == pafs.FileType.File]
+        return files, [i.base_name for i in infos if i.type == pafs.FileType.Directory]
 
     # -- reads ----------------------------------------------------------------------------
     def _opened(self, path: str) -> pa.NativeFile:

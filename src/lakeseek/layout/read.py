@@ -12,6 +12,7 @@ from lakeseek.expressions import And, Comparison, Predicate, python_literal
 from lakeseek.expressions.arrow import read_matching
 from lakeseek.expressions.binding import bind, resolve_column
 from lakeseek.expressions.sql import parse_where
+from lakeseek.lake.files import reading_data_files
 from lakeseek.layout.source import NAME, LayoutSource, stamps_of
 from lakeseek.layout.tree import OFFSET, SPAN, WEIGHT, sample_threshold
 from lakeseek.sources import open_lake
@@ -80,8 +81,9 @@ def read(
     lake, chosen, predicate = plan_files(location, where, sample=sample, storage_options=storage_options)
     state = lake.current
     selected = None if columns is None else [resolve_column(column, state.schema).name for column in columns]
-    dataset = lake.dataset(chosen, state.schema, (), stamps=stamps_of(state, chosen))
-    return read_matching(dataset, selected, predicate, state.schema)
+    with reading_data_files(lake, chosen):  # a damaged or missing file: an error naming it
+        dataset = lake.dataset(chosen, state.schema, (), stamps=stamps_of(state, chosen))
+        return read_matching(dataset, selected, predicate, state.schema)
 
 
 def sample(

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakeseek.commits.log import decode_entry, encode_entry, is_entry_name
-from lakeseek.exceptions import CommitFailedError, IndexCorruptError, LakeNotFoundError
+from lakeseek.exceptions import CommitFailedError, IndexCorruptError, LakeNotFoundError, LayoutCorruptError
 from lakeseek.format import values
 from lakeseek.io import FileStatus, Storage
 from lakeseek.layout.transforms import Transformation
@@ -90,10 +90,16 @@ class LayoutFile:
 
     @classmethod
     def from_json(cls, data: dict) -> LayoutFile:
+        path = data["path"]
+        # The layout writes its files in its data folder: an entry naming one elsewhere (`../`)
+        # is damaged or forged, and no read, rewrite or delete may follow it.
+        if not isinstance(path, str) or not _DATA_FILE.fullmatch(path):
+            raise ValueError(f"it names {path!r}, which is not a file of the layout's {DATA_DIR} folder")
         blocks = tuple(Block(c, int(low), int(high), int(n)) for c, low, high, n in data["blocks"])
-        return cls(
-            data["path"], data["size"], data["rows"], data["revision"], blocks, data["statistics"], data["written_ms"]
-        )
+        return cls(path, data["size"], data["rows"], data["revision"], blocks, data["statistics"], data["written_ms"])
+
+
+_DATA_FILE = re.compile(rf"{DATA_DIR}/[A-Za-z0-9_=-][A-Za-z0-9_.=-]*")
 
 
 @dataclass(frozen=True, eq=False)
@@ -137,7 +143,7 @@ class LayoutState:
     @classmethod
     def from_json(cls, data: dict, where: str) -> LayoutState:
         if data.get("format") != FORMAT or data.get("format_version") != FORMAT_VERSION:
-            raise IndexCorruptError(
+            raise LayoutCorruptError(
                 f"{where} is not a lakeseek layout entry of format version {FORMAT_VERSION} "
                 f"(found {data.get('format')!r} {data.get('format_version')!r})"
             )
@@ -152,7 +158,7 @@ class LayoutState:
                 data["timestamp_ms"],
             )
         except (KeyError, TypeError, ValueError) as error:
-            raise IndexCorruptError(f"{where} is not a whole layout entry ({error})") from error
+            raise LayoutCorruptError(f"{where} is not a whole layout entry ({error})") from error
 
 
 class LayoutLog:
@@ -169,12 +175,13 @@ class LayoutLog:
     def exists(self) -> bool:
         return bool(self.versions())
 
-    def listing(self) -> dict[int, FileStatus]:
-        """The log's entries by version (one LIST)."""
+    def listing(self) -> dict[int, FileStatus | None]:
+        """The log's entries by version (one LIST); None for a directory named as an entry."""
         if not self.storage.is_dir(self.log_dir):
             return {}
-        found = {}
-        for status in self.storage.list_files(self.log_dir, recursive=False):
+        files, directories = self.storage.list_directory(self.log_dir)
+        found: dict[int, FileStatus | None] = {int(name[:20]): None for name in directories if is_entry_name(name)}
+        for status in files:
             name = status.path.rsplit("/", 1)[-1]
             if is_entry_name(name):
                 found[int(name[:20])] = status
@@ -188,6 +195,11 @@ class LayoutLog:
         if not listing:
             raise LakeNotFoundError(f"no lakeseek layout at {self.storage.uri(self.root)}")
         version, status = next(reversed(listing.items()))
+        if status is None:  # read past, the layout would lose the rows that version added
+            raise LayoutCorruptError(
+                f"layout log entry {self.storage.shown(self.entry_path(version))} is a directory, not a file: "
+                "the layout's newest version cannot be read (remove it to read the version before)"
+            )
         return self.read(version, status)
 
     def read(self, version: int, status: FileStatus | None = None) -> LayoutState:
@@ -204,9 +216,13 @@ class LayoutLog:
             data = self.storage.read(path)
         except FileNotFoundError as error:
             raise LakeNotFoundError(f"layout version {version} not found at {path}") from error
-        state = replace(LayoutState.from_json(decode_entry(data, path), path), checksum=_checksum(data))
+        try:
+            body = decode_entry(data, path)
+        except IndexCorruptError as error:
+            raise LayoutCorruptError(str(error).replace("index log entry", "layout log entry", 1)) from error
+        state = replace(LayoutState.from_json(body, path), checksum=_checksum(data))
         if state.version != version:
-            raise IndexCorruptError(f"layout log entry {path} holds version {state.version}, not {version}")
+            raise LayoutCorruptError(f"layout log entry {path} holds version {state.version}, not {version}")
         if key is not None:
             _PARSED.put(key, state)
         return state

@@ -33,6 +33,7 @@ from lakeseek.format.hashing import hash64, mix64
 from lakeseek.io import storage_for
 from lakeseek.io.hadoop import literal_path
 from lakeseek.io.spills import scratch_removed
+from lakeseek.lake.files import reading_data_files
 from lakeseek.layout.table import SCRATCH_DIR, LayoutFile, LayoutLog, LayoutState, Revision, now_ms
 from lakeseek.layout.tasks import CUBE, FILE, WritePlan, route_task, write_spilled, write_task
 from lakeseek.layout.transforms import (
@@ -445,8 +446,8 @@ def _frame(lake, stamps, files: list[str], schema: pa.Schema, partition_columns,
     from lakeseek.lake.formats import PARQUET
 
     if any(lake.deleted_rows(path, stamps.get(path)) is not None for path in files) or spark is None:
-        dataset = lake.dataset(files, schema, partition_columns, stamps={p: stamps[p] for p in files})
-        table = dataset.to_table()
+        with reading_data_files(lake, files):  # a damaged or missing file: an error naming it
+            table = lake.dataset(files, schema, partition_columns, stamps={p: stamps[p] for p in files}).to_table()
         return table if spark is None else spark.createDataFrame(table.to_pandas())
     if lake.data_format is not PARQUET:
         raise InvalidArgumentError(f"converting a {lake.data_format.name} lake with Spark: convert it without Spark")
