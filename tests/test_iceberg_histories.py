@@ -3,9 +3,10 @@ queries stay exact.
 
 Hypothesis draws an index kind and a sequence of table changes made by pyiceberg itself
 (appends, row deletes, overwrites, columns added, dropped, widened from int to long and
-renamed, older snapshots expired and the schemas none uses removed)
-interleaved with refreshes. After every step, generated predicates over the table's columns
-(an added column no file holds yet among them: NULL in every row) go through a fresh
+renamed, indexed ones dropped and added again or another renamed to one's name, older
+snapshots expired and the schemas none uses removed) interleaved with refreshes of every
+mode. After every step, generated predicates over the table's columns (an added column no
+file holds yet among them: NULL in every row) go through a fresh
 ``open_index`` and through one handle kept since the create, and one of them through Spark
 (``to_spark`` and the JVM ``lakeseek`` format); each must return the rows DuckDB finds in the
 table as pyiceberg scans it. The tables lakeseek refuses, those that dropped a column and
@@ -31,8 +32,13 @@ pytestmark = pytest.mark.spark
 INDEXED = ["id", "name", "small"]
 EXTRAS = ["extra_long", "extra_text"]  # columns a history may add (and drop, and add again)
 DROPPABLE = ["name", "small", *EXTRAS]
-RENAMES = [("name", "label"), ("extra_text", "extra_word")]
+# An indexed column dropped may come back, and another column may be renamed to an indexed
+# one's name: either way another column (another field id) under the name the index holds.
+ADDABLE = [*EXTRAS, "name", "small"]
+RENAMES = [("name", "label"), ("extra_text", "extra_word"), ("extra_text", "name")]
 WORDS = ["ant", "bee", "cat", "Cat", "dög", "", "a%b", "x_y"]
+# Another column's words: renamed to an indexed column's name, it holds values the index never saw.
+EXTRA_WORDS = ["emu", "fox", "gnu", "Gnu", "bee"]
 
 
 def _column(name: str, arrow_type: pa.DataType, rng: random.Random, count: int) -> pa.Array:
@@ -40,7 +46,7 @@ def _column(name: str, arrow_type: pa.DataType, rng: random.Random, count: int) 
         if rng.random() < 0.2:
             return None
         if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-            return rng.choice(WORDS)
+            return rng.choice(EXTRA_WORDS if name.startswith("extra") else WORDS)
         if pa.types.is_int32(arrow_type):
             return rng.randint(-5, 5)
         return rng.choice([-(2**40), -1, 0, 3, 7, 2**40])
@@ -86,10 +92,11 @@ class IcebergHistory:
             low = number % self.next_id
             self.table.overwrite(self._rows(1 + seed % 10, seed), overwrite_filter=f"id >= {low} and id < {low + 8}")
         elif action == "add_column":
-            name = EXTRAS[number % len(EXTRAS)]
+            name = ADDABLE[number % len(ADDABLE)]
             if name not in names:
+                types = {"extra_long": LongType(), "small": IntegerType()}
                 with self.table.update_schema() as update:
-                    update.add_column(name, LongType() if name == "extra_long" else StringType())
+                    update.add_column(name, types.get(name, StringType()))
         elif action == "drop_column":
             present = [name for name in DROPPABLE if name in names]
             if present:
@@ -110,7 +117,7 @@ class IcebergHistory:
             forget_old_schemas(self.catalog, "ns.events")
         elif action == "refresh":
             self._lakeseek(
-                lambda: lakeseek.refresh_index(self.location, ["incremental", "full"][number % 2], engine="local")
+                lambda: lakeseek.refresh_index(self.location, REFRESHES[number % len(REFRESHES)], engine="local")
             )
 
     def _lakeseek(self, call):
@@ -148,6 +155,7 @@ class IcebergHistory:
             check_spark_front_ends(fresh, spark, self.location, where, expected)
 
 
+REFRESHES = ["incremental", "full", "quick"]
 STEPS = st.tuples(
     st.sampled_from(
         ["append", "append", "delete", "overwrite", "add_column", "drop_column", "widen", "rename", "forget", "refresh"]
@@ -162,6 +170,24 @@ STEPS = st.tuples(
 # A handle kept from before reads the state a fresh one took after it (its source had planned
 # an older version): it answered with the old names, reading the renamed column as NULL.
 @example(kind="sorted", steps=[("rename", 0, 0), ("forget", 0, 0), ("append", 5, 3)], seed=7)
+# Another column renamed to an indexed column's name, the old schemas removed: a quick or
+# incremental refresh took the table's new schema as the index's, and its entries of the
+# column that had the name answered for the one that has it now (a file left out, no row).
+@example(
+    kind="sorted",
+    steps=[
+        ("add_column", 1, 0),
+        ("append", 30, 11),
+        ("append", 30, 12),
+        ("append", 30, 13),
+        ("refresh", 0, 0),
+        ("rename", 0, 0),
+        ("rename", 1, 0),
+        ("forget", 0, 0),
+        ("refresh", 2, 0),
+    ],
+    seed=19,
+)
 @example(
     kind="skipping",
     steps=[("add_column", 0, 0), ("append", 5, 1), ("drop_column", 2, 0), ("add_column", 0, 0), ("forget", 0, 0)],

@@ -47,9 +47,9 @@ from lakeseek.kinds.sorted_index.content import SortedIndex
 from lakeseek.lake.files import again_when_files_change, reading_data_files
 from lakeseek.lake.rows import concat_rows
 from lakeseek.lake.schemas import (
-    column_ids,
     current_partition_types,
     merge_schemas,
+    same_column,
     spark_schema_json,
     with_partition_types,
 )
@@ -478,12 +478,7 @@ class Index:
         another type) since it was indexed, until a refresh indexes them; nor when a table
         dropped the column, nor when the column of that name is another one (a table that
         matches columns by id dropped it and added another of its name)."""
-        recorded = self.root.schema
-        now = self.schema_of(state)
-        if column not in recorded.names or column not in now.names:
-            return False
-        before, after = recorded.field(column), now.field(column)
-        return value_type(after.type).equals(value_type(before.type)) and column_ids(after) == column_ids(before)
+        return same_column(self.root.schema, self.schema_of(state), column)
 
     def _opener(self, state: LakeState, opened: dict[str, Stamp]) -> Callable[[list[str]], object]:
         """Opens data files of the lake in ``state`` as datasets, noting each in ``opened`` with its stamp."""

@@ -69,6 +69,21 @@ def column_ids(field: pa.Field) -> tuple[bytes, ...]:
     return tuple(found)
 
 
+def same_column(before: pa.Schema, after: pa.Schema, column: str) -> bool:
+    """Whether ``column`` of ``after`` holds what it held in ``before``: values of the same type,
+    and the same column where the lake matches its files' columns by id (a table that renamed
+    another column to this name, or dropped it and added another of its name, has another
+    column under it). False when either schema lacks it."""
+    if column not in before.names or column not in after.names:
+        return False
+    old, new = before.field(column), after.field(column)
+    return _values(old.type).equals(_values(new.type)) and column_ids(old) == column_ids(new)
+
+
+def _values(arrow_type: pa.DataType) -> pa.DataType:
+    return arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+
+
 def _range(t: pa.DataType) -> tuple[int, int]:
     bits = t.bit_width
     return (0, 2**bits - 1) if pa.types.is_unsigned_integer(t) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
@@ -77,8 +92,7 @@ def _range(t: pa.DataType) -> tuple[int, int]:
 def widen(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     """The type that holds every value of ``a`` and of ``b`` exactly and that Spark reads
     files of either type as; None when there is none."""
-    a = a.value_type if pa.types.is_dictionary(a) else a
-    b = b.value_type if pa.types.is_dictionary(b) else b
+    a, b = _values(a), _values(b)
     if a.equals(b):
         return a
     if pa.types.is_null(a) or pa.types.is_null(b):
@@ -338,7 +352,7 @@ _SPARK_TYPES = {
 
 def spark_type(arrow_type: pa.DataType) -> Any:
     """The Spark type (its JSON form) Spark reads a Parquet column of ``arrow_type`` as."""
-    t = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    t = _values(arrow_type)
     for known, name in _SPARK_TYPES.items():
         if t.equals(known):
             return name

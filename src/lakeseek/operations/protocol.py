@@ -28,7 +28,6 @@ from lakeseek.commits.log import IndexLog
 from lakeseek.commits.transaction import DEFAULT_COMMIT_TRIES, Prepare, commit
 from lakeseek.engine.runner import Runner
 from lakeseek.exceptions import IndexNotFoundError, LakeseekError, OperationCancelledError, UnsupportedColumnError
-from lakeseek.expressions.binding import value_type
 from lakeseek.format.actions import Requirement, StateIs
 from lakeseek.format.lineage import Lineage, write_lineage
 from lakeseek.format.root import ACTIVE, LineagePart, Root
@@ -235,11 +234,6 @@ def schema_now(
     if declared is not None:
         schema = pa.schema([field for field in schema if field.name in declared.names])
     return schema, spark_schema_json(schema, partitions, base.schema, base.spark_schema)
-
-
-def same_type(old: pa.Schema, new: pa.Schema, column: str) -> bool:
-    """Whether ``column`` has the same values in both schemas (False when ``new`` dropped it)."""
-    return column in new.names and value_type(new.field(column).type).equals(value_type(old.field(column).type))
 
 
 def now_ms() -> int:

@@ -27,6 +27,7 @@ from lakeseek.format.lineage import MAX_FILE_IDS
 from lakeseek.format.root import ACTIVE, Root
 from lakeseek.index import Index
 from lakeseek.kinds import kind_named
+from lakeseek.lake.schemas import same_column
 from lakeseek.lake.state import compare
 from lakeseek.location import LakeLike
 from lakeseek.operations.protocol import (
@@ -38,7 +39,6 @@ from lakeseek.operations.protocol import (
     numbered,
     operation,
     require_active,
-    same_type,
     schema_now,
     stamped,
 )
@@ -109,7 +109,7 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
         # partition values may type a column otherwise (a directory removed, or one recorded):
         # queries take the root's types as those of the files it covers.
         schema, spark_schema = schema_now(location, base, snapshot, [], runner)
-        retyped = [c for c in base.content.stored_columns if not same_type(base.schema, schema, c)]
+        retyped = [c for c in base.content.stored_columns if not same_column(base.schema, schema, c)]
         if retyped:
             # Its index files hold the old type, and once the files that typed it so leave the
             # lineage nothing would tell the type came from them: every file is indexed again.
@@ -145,7 +145,7 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
         actions.append(RecordFiles(part if mode == "quick" else None, next_id))
     if mode == "incremental" and part is not None:
         schema, spark_schema = schema_now(location, base, snapshot, state.unindexed, runner)
-        retyped = [c for c in base.content.stored_columns if not same_type(base.schema, schema, c)]
+        retyped = [c for c in base.content.stored_columns if not same_column(base.schema, schema, c)]
         if retyped:
             # Index files of the old type cannot take the new values: every file is indexed again.
             logger.info("column(s) %s changed type in new files: the index is rebuilt", ", ".join(retyped))
@@ -176,7 +176,7 @@ def _table_schema(location, base: Root, snapshot, runner: LazyRunner) -> list[Ac
     if snapshot.schema is None or snapshot.version == base.source_version:
         return []
     schema, spark_schema = schema_now(location, base, snapshot, [], runner)
-    if any(not same_type(base.schema, schema, c) for c in base.content.stored_columns):
+    if any(not same_column(base.schema, schema, c) for c in base.content.stored_columns):
         return None
     return [] if _same_schema(base, schema, spark_schema) else [SetSchema(schema, spark_schema)]
 
