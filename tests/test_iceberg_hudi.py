@@ -359,8 +359,15 @@ class HudiTable:
             with open(f"{timeline}/{instant}_{completed}.commit", "wb") as out:
                 out.write(_avro_commit_metadata(stats))
         else:
+            # The writer's schema, as Hudi records it: without the meta columns its files hold.
+            fields = [
+                {"name": name, "type": ["null", {"id": "long"}.get(name, "string")]}
+                for name in ("id", "name", "region")
+            ]
+            schema = json.dumps({"type": "record", "name": "events_record", "fields": fields})
+            commit = {"partitionToWriteStats": stats, "compacted": False, "operationType": "UPSERT"}
             with open(f"{timeline}/{instant}.commit", "w") as out:
-                json.dump({"partitionToWriteStats": stats, "compacted": False, "operationType": "UPSERT"}, out)
+                json.dump({**commit, "extraMetadata": {"schema": schema}}, out)
 
     @property
     def version(self) -> str:
@@ -450,6 +457,9 @@ def test_a_hudi_table_is_its_latest_file_slices(tmp_path, table_version):
     stale = lakeseek.open_index(hudi.root)
     assert stale.lake_state().new and stale.lake_state().removed
     _assert_exact(stale, hudi.table())
+    # The meta columns whatever the index's freshness (they were the recorded commit schema's
+    # columns only, when a commit recorded one, until a commit made the index stale).
+    assert stale.read("id = 5").column_names == index.read("id = 5").column_names == index.schema.names
     refreshed = lakeseek.refresh_index(hudi.root, "incremental", engine="local")
     assert refreshed.lake_state().is_fresh and refreshed.root.source_version == hudi.version
     _assert_exact(refreshed, hudi.table())

@@ -127,4 +127,4 @@ class HudiSource(LakeSource):
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The table's schema, its ``_hoodie_*`` meta columns included."""
         with table_errors(self, Exception):
-            return LakeSchema.of(plain_schema(pa.schema(self._table().get_schema())))
+            return LakeSchema.of(plain_schema(pa.schema(self._table().get_schema_with_meta_fields())))
