@@ -3,9 +3,10 @@
 The lake is the data files of the table's current snapshot, planned by ``pyiceberg`` from the
 newest metadata file, not a listing of the location (which also holds files the table
 removed). The version is the newest metadata file's name: checking it costs one small read
-(``metadata/version-hint.text``, where a Hadoop-style table keeps one) or one LIST of
-``metadata/`` after the name an index recorded. Iceberg writes every column, partition source
-columns included, into its data files, so the lake has no partition columns of its own.
+(``metadata/version-hint.text``, where a Hadoop-style table keeps one) and a HEAD of the
+metadata file numbered after it, or one LIST of ``metadata/`` after the name an index
+recorded. Iceberg writes every column, partition source columns included, into its data
+files, so the lake has no partition columns of its own.
 
 Not read yet, and refused rather than read wrong: delete files (merge-on-read deletes), and
 columns renamed, or dropped and added again under their name, since files were written
@@ -116,7 +117,7 @@ class IcebergSource(LakeSource):
             return current[len(inside) :] if current.startswith(inside) else current
         try:
             hint = self.storage.read(f"{self.root}/{METADATA}/{HINT}").decode().strip()
-            names = [f"v{hint}.metadata.json"] if hint.isdigit() else []
+            names = [self._past_the_hint(int(hint))] if hint.isdigit() else []
         except FileNotFoundError:
             start = _listing_start(known)
             start = None if start is None else f"{self.root}/{METADATA}/{start}"
@@ -134,6 +135,15 @@ class IcebergSource(LakeSource):
                 f"as {CATALOG_SCHEME}://CATALOG/NAMESPACE.TABLE"
             )
         return newest
+
+    def _past_the_hint(self, hinted: int) -> str:
+        """The newest of the metadata files numbered from ``hinted`` on: a writer writes the next
+        one before it moves the hint (and a crash between leaves the hint behind), so readers
+        look for later numbers, as Iceberg's Hadoop tables do."""
+        number = hinted
+        while self.storage.is_file(f"{self.root}/{METADATA}/v{number + 1}.metadata.json"):
+            number += 1
+        return f"v{number}.metadata.json"
 
     def _catalog_table(self):
         if self._loaded_catalog is None:
