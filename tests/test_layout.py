@@ -225,6 +225,27 @@ def test_monotonic_appends_open_a_revision_per_doubling_with_headroom(tmp_path):
     assert revisions(1.0) <= 4
 
 
+def test_an_append_naming_bare_columns_keeps_the_layouts_transformations_and_cube_size(tmp_path):
+    """As the README appends: `["x", "y"]` after `["x:linear", "y:quantiles"]` and a cube size
+    of the first write's own. Bare names took their types' defaults (y linear) and the cube
+    size its default: every such append opened a revision."""
+    location = str(tmp_path / "lake")
+    layout.write(make_rows(0, 400), location, ["a:linear", "c:hash", "b:quantiles"], cube_size=50)
+    layout.write(make_rows(1, 100), location, ["a", "c", "b"])
+    layout.write(make_rows(2, 100), location, ["a", "c", "b:quantiles"], mode="append")
+    (revision,) = LayoutLog(lakeseek.open_lake(location).storage, location).latest().revisions
+    assert [(t.column, t.kind) for t in revision.transformations] == [
+        ("a", "linear"),
+        ("c", "hash"),
+        ("b", "quantiles"),
+    ]
+    assert revision.cube_size == 50
+    # Overwritten, bare names are the types' defaults again.
+    layout.write(make_rows(3, 100), location, ["a", "b"], mode="overwrite")
+    (revision,) = LayoutLog(lakeseek.open_lake(location).storage, location).latest().revisions
+    assert [t.kind for t in revision.transformations] == ["linear", "linear"]
+
+
 def test_racing_appends_all_land(tmp_path):
     location = str(tmp_path / "lake")
     layout.write(make_rows(0, 100), location, ["a"], cube_size=50)

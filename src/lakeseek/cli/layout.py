@@ -40,9 +40,8 @@ def _spark(engine: str | None):
 
 
 def _options(cube_size: int | None, max_file_rows: int | None, headroom: float) -> dict:
-    from lakeseek.layout.write import DEFAULT_CUBE_SIZE
 
-    return {"cube_size": cube_size or DEFAULT_CUBE_SIZE, "max_file_rows": max_file_rows, "headroom": headroom}
+    return {"cube_size": cube_size, "max_file_rows": max_file_rows, "headroom": headroom}
 
 
 def _report(state, location: str) -> None:

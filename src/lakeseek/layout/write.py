@@ -69,8 +69,10 @@ class ColumnSpec:
     kind: str
 
 
-def parse_columns(columns: Sequence[str], schema: pa.Schema) -> list[ColumnSpec]:
-    """``["a:linear", "b:hash", "c"]`` against the data's schema (a bare name: the type's default)."""
+def parse_columns(columns: Sequence[str], schema: pa.Schema, current: Revision | None = None) -> list[ColumnSpec]:
+    """``["a:linear", "b:hash", "c"]`` against the data's schema (a bare name: its
+    transformation in the ``current`` revision, an append's, else its type's default)."""
+    kept = {} if current is None else {t.column: t.kind for t in current.transformations}
     if isinstance(columns, str):
         columns = [part.strip() for part in columns.split(",") if part.strip()]
     if not columns:
@@ -82,7 +84,7 @@ def parse_columns(columns: Sequence[str], schema: pa.Schema) -> list[ColumnSpec]
             known = ", ".join(n for n in schema.names if n != WEIGHT)
             raise UnknownColumnError(f"unknown layout column '{name}' (columns: {known})")
         arrow_type = schema.field(name).type
-        kind = kind or default_kind(arrow_type)
+        kind = kind or kept.get(name) or default_kind(arrow_type)
         check_kind(name, kind, arrow_type)
         found.append(ColumnSpec(name, kind))
     if len({spec.column for spec in found}) < len(found):
@@ -259,7 +261,7 @@ def write(
     location: str,
     columns: Sequence[str],
     *,
-    cube_size: int = DEFAULT_CUBE_SIZE,
+    cube_size: int | None = None,
     mode: str = "append",
     max_file_rows: int | None = None,
     headroom: float = 0.0,
@@ -267,8 +269,10 @@ def write(
 ) -> LayoutState:
     """Write ``data`` (a Spark DataFrame, or a pyarrow Table written in this process) to the
     OTree lake at ``location`` laid out by ``columns`` (``"name:linear"``, ``"name:hash"``,
-    ``"name:quantiles"``, or a bare name for its type's default) in cubes of about
-    ``cube_size`` rows, files of at most ``max_file_rows`` (default 4 cubes). ``mode``:
+    ``"name:quantiles"``, or a bare name: as the newest revision lays it out, for an append,
+    else its type's default) in cubes of about ``cube_size`` rows (default: the newest
+    revision's, for an append, else DEFAULT_CUBE_SIZE), files of at most ``max_file_rows``
+    (default 4 cubes). ``mode``:
     ``append`` (a new revision only when a linear column's values leave the revision's range,
     or the columns or cube size change) or ``overwrite``. ``headroom``: when a new revision
     opens because values left a range, widen the range by this share of its width on that side
@@ -276,14 +280,18 @@ def write(
     per doubling, not per append. Returns the committed state."""
     if mode not in MODES:
         raise InvalidArgumentError(f"unknown write mode {mode!r} (use {' or '.join(MODES)})")
-    if cube_size < 1 or (max_file_rows is not None and max_file_rows < 1) or not 0 <= headroom < math.inf:
+    positive = [size for size in (cube_size, max_file_rows) if size is not None]
+    if any(size < 1 for size in positive) or not 0 <= headroom < math.inf:
         raise InvalidArgumentError("cube_size and max_file_rows are positive, headroom a finite number at least 0")
     source = _input(data)
     check_names(source.schema)
-    specs = parse_columns(columns, source.schema)
     storage, root = storage_for(location, storage_options)
     log = LayoutLog(storage, root)
     base = log.latest() if log.exists() else None
+    newest = base.revisions[-1] if base is not None and base.revisions and mode == "append" else None
+    specs = parse_columns(columns, source.schema, newest)
+    if cube_size is None:
+        cube_size = DEFAULT_CUBE_SIZE if newest is None else newest.cube_size
     if base is None:
         _refuse_other_files(storage, root, location)
     source.with_weights([spec.column for spec in specs])
