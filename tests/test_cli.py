@@ -352,3 +352,21 @@ def test_history_says_what_each_version_changed(lake_copy):
     entries = json.loads(_run("history", lake_copy, "--since", "1", "--format", "json").stdout)
     assert [(e["version"], e["operation"]) for e in entries] == [(2, "refresh incremental")]
     assert entries[0]["actions"] == [{"action": "record_files", "files": 0}]
+
+
+def test_control_characters_in_a_table_are_shown_escaped(tmp_path):
+    """A value (or a column name) holding ESC steered the terminal the table was printed to;
+    a line break split its row. JSON and CSV keep values as they are."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    value = "\x1b[31mred\x1b[0m\nline\x9b"
+    pq.write_table(pa.table({"id": [1], "s\x1b": [value]}), lake / "part.parquet")
+    assert _run("create", str(lake), "--columns", "id", "--engine", "local").exit_code == 0
+    table = _run("query", str(lake), "--where", "id = 1")
+    assert table.exit_code == 0 and "\\x1b[31mred\\x1b[0m\\nline\\x9b" in table.stdout and "s\\x1b" in table.stdout
+    assert not any(character in table.stdout for character in "\x1b\x9b")
+    as_json = _run("query", str(lake), "--where", "id = 1", "--format", "json")
+    assert json.loads(as_json.stdout)["s\x1b"] == value

@@ -8,15 +8,16 @@ index (a missing lake, a permission problem) stay builtins (``FileNotFoundError`
 from __future__ import annotations
 
 # Control characters as Python escapes them: a column name or a literal holding a line break
-# would break a message over lines (the CLI showed the first, cut in the middle of a name).
-_ESCAPED = {code: repr(chr(code))[1:-1] for code in (*range(32), 127)}
+# would break a message over lines (the CLI showed the first, cut in the middle of a name), and
+# an ESC in a value shown in a table would steer the terminal.
+CONTROL_ESCAPES = {code: repr(chr(code))[1:-1] for code in (*range(32), *range(127, 160))}
 
 
 class LakeseekError(Exception):
     """Base class of lakeseek's errors: one line each."""
 
     def __str__(self) -> str:
-        return super().__str__().translate(_ESCAPED)
+        return super().__str__().translate(CONTROL_ESCAPES)
 
 
 class LakeNotFoundError(LakeseekError, FileNotFoundError):

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from lakeseek.exceptions import IndexCorruptError, IndexLogUnreadableError, LayoutCorruptError
+from lakeseek.exceptions import CONTROL_ESCAPES, IndexCorruptError, IndexLogUnreadableError, LayoutCorruptError
 from lakeseek.index import Index
 from lakeseek.planning import Plan
 from lakeseek.rendering import csv_text, json_lines, python_rows, text
@@ -120,15 +120,18 @@ def print_rows(table: pa.Table) -> None:
 
 
 def text_table(headers: list[str], **options: object) -> Table:
-    """A rich Table whose headers are text as it is (``a[b]`` is not markup)."""
+    """A rich Table whose headers are text as it is (``a[b]`` is not markup; control
+    characters escaped, see :func:`add_text_row`)."""
     view = Table(**options)
     for header in headers:
-        view.add_column(Text(header))
+        view.add_column(Text(header.translate(CONTROL_ESCAPES)))
     return view
 
 
 def add_text_row(view: Table, *cells: str) -> None:
-    view.add_row(*(Text(cell) for cell in cells))
+    """A row of text as it is, but for its control characters, escaped: a value's ESC would
+    steer the terminal, its line breaks split the row."""
+    view.add_row(*(Text(cell.translate(CONTROL_ESCAPES)) for cell in cells))
 
 
 def status_json(state: Any) -> dict:
