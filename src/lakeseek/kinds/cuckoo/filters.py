@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import random
+import secrets
 import zlib
 
 import numpy as np
@@ -149,8 +150,8 @@ def width(bits: int) -> int:
 
 
 def checksum_seed() -> int:
-    """A new bucket file's crc32 seed."""
-    return random.getrandbits(32)
+    """A new bucket file's crc32 seed (from the OS: forked workers share ``random``'s state)."""
+    return secrets.randbits(32)
 
 
 def encode_buckets(slots: np.ndarray, bits: int, seed: int) -> tuple[bytes, int, int, int]:
