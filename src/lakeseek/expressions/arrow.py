@@ -225,8 +225,12 @@ def _cast(field: pc.Expression, column_type: pa.DataType, compared: pa.DataType)
         # its parse of the decimal's text is, as Spark's cast is.
         field = field.cast(pa.string())
     elif pa.types.is_decimal(column_type) and pa.types.is_decimal(compared) and compared.scale < column_type.scale:
-        # Past 38 digits Spark gives up scale (see common_type), rounding half up: Arrow's cast truncates.
-        field = pc.Expression._call("round", [field], pc.RoundOptions(compared.scale, "half_towards_infinity"))
+        # Past 38 digits Spark gives up scale (see common_type), rounding half up: Arrow's cast
+        # truncates. Rounding up may need one more integer digit (0.99999 is 1.000 in scale 3)
+        # than the column's type has: it rounds in a type one digit wider.
+        wider = pa.decimal256(column_type.precision + 1, column_type.scale)
+        options = pc.RoundOptions(compared.scale, "half_towards_infinity")
+        field = pc.Expression._call("round", [field.cast(wider)], options)
     return field.cast(compared, safe=False)
 
 
