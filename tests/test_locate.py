@@ -305,3 +305,35 @@ def test_a_nanosecond_key_pairs_only_files_holding_it(tmp_path, kind):
         found = index.locate([key], column="ts")
         assert found.column("key").cast(pa.int64()).to_pylist() == [base + 1], key
         assert [os.path.basename(path) for path in found.column("file").to_pylist()] == ["a.parquet"], key
+
+
+@pytest.mark.parametrize("key", [0, 0.0, -0.0, "0"])
+def test_a_zero_key_locates_negative_zero_in_a_column_read_by_scanning(tmp_path, key):
+    """An integer partition column the index holds became DOUBLE (a `q=2.5` directory since):
+    locate reads the files, where `-0` is -0.0, which `q = 0` finds (Spark's, and lakeseek's
+    read); locate of 0 found nothing (Arrow's is_in tells -0.0 from 0.0)."""
+    lake = tmp_path / "lake"
+
+    def partition(directory: str, ids: list[int]) -> None:
+        (lake / directory).mkdir(parents=True)
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64())}), lake / directory / "part.parquet")
+
+    partition("q=-0", [4])
+    partition("q=1", [1])
+    lakeseek.create_index(str(lake), ["q", "id"], engine="local")
+    partition("q=2.5", [5])
+    index = lakeseek.open_index(str(lake))
+    assert index.read("q = 0").column("id").to_pylist() == [4]
+    pairs = index.locate([key], column="q").to_pylist()
+    assert [(pair["key"], os.path.relpath(pair["file"], lake)) for pair in pairs] == [(-0.0, "q=-0/part.parquet")]
+
+
+@pytest.mark.parametrize("keys", [12, "12", b"12", None])
+def test_keys_that_are_not_a_list_of_keys_are_refused(tmp_path, keys):
+    """`locate(12)` was a TypeError traceback; `locate("12")` looked up '1' and '2'."""
+    (tmp_path / "lake").mkdir()
+    pq.write_table(pa.table({"id": pa.array([1, 2, 12], pa.int64())}), tmp_path / "lake" / "part.parquet")
+    index = lakeseek.create_index(str(tmp_path / "lake"), ["id"], engine="local")
+    with pytest.raises(lakeseek.InvalidArgumentError, match="keys are a list or an Arrow array of keys"):
+        index.locate(keys)
+    assert index.locate(pa.chunked_array([[12], [1]])).column("key").to_pylist() == [1, 12]

@@ -425,6 +425,11 @@ class Index:
         says where in the file (NULL for files the index does not cover, read whole).
         NULL keys are ignored.
         """
+        if isinstance(keys, pa.ChunkedArray):
+            keys = keys.combine_chunks()
+        # A string is iterable too: its characters are not the keys it names.
+        if not isinstance(keys, pa.Array) and (isinstance(keys, str | bytes) or not isinstance(keys, Iterable)):
+            raise InvalidArgumentError(f"keys are a list or an Arrow array of keys, not {type(keys).__name__}")
         # Kept: a run again (a file changed under the read, a damaged index) reads them again.
         return self._locate(keys if isinstance(keys, pa.Array) else list(keys), column)
 
