@@ -440,6 +440,21 @@ def test_compressed_files_are_read_as_their_extension_says(tmp_path, file_format
         _assert_exact(index, where)
 
 
+@pytest.mark.parametrize("compression", ["gz", "bz2"])
+def test_a_compressed_file_another_file_retypes_is_read_again_whole(tmp_path, compression):
+    """A .gz or .bz2 file of dates in a lake whose other file makes the column TIMESTAMP is
+    read twice (typed in one pass fails: a date is not a timestamp's text); the first read's
+    decompressing stream had closed the file: 'I/O operation on closed file', a traceback."""
+    import bz2
+    import gzip
+
+    packed = {"gz": gzip.compress, "bz2": bz2.compress}[compression](b"id,dt\n2,2024-01-01\n")
+    files = {"a.csv": "id,dt\n1,2024-1-2\n", f"b.csv.{compression}": packed}
+    index = lakeseek.create_index(_lake_of(tmp_path, "csv", files), ["id"], engine="local")
+    assert pa.types.is_timestamp(index.schema.field("dt").type)
+    assert index.read("id = 2").column("dt").to_pylist() == [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)]
+
+
 @pytest.mark.parametrize("file_format", FORMATS)
 def test_whole_numbers_in_one_file_and_fractions_in_another_merge_to_double_as_in_spark(tmp_path, file_format):
     """An INT file and a DOUBLE file: Spark's CSV and JSON inference merge them to DOUBLE (lakeseek

@@ -118,12 +118,13 @@ class TextDataset:
         data = pa.schema([field for field in self.schema if field.name not in partition])
         with fragment.filesystem.open_input_file(fragment.path) as file:
             table = self._format.read_as(file, fragment.path, data)
-            if table is None:
-                file.seek(0)
+        if table is None:
+            # Opened again: the decompressing stream of a .gz or .bz2 file closed the first.
+            with fragment.filesystem.open_input_file(fragment.path) as file:
                 opened = self._format.open(file, fragment.path)
-                present = set(opened.table.column_names)
-                stored = [field.name for field in data if field.name in present]
-                table = opened.read(stored, {name: data.field(name).type for name in stored})
+            present = set(opened.table.column_names)
+            stored = [field.name for field in data if field.name in present]
+            table = opened.read(stored, {name: data.field(name).type for name in stored})
         stored = table.column_names
         rows = table.num_rows
         columns = []
