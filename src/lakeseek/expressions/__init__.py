@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import numbers
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -147,6 +148,22 @@ class Or(Predicate):
 
 FLIPPED = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
+
+def literals_of(predicate: Predicate) -> Iterator[Literal]:
+    """The literals ``predicate`` compares columns with."""
+    pending = [predicate]
+    while pending:  # not recursive: a predicate may nest deeper than Python's stack
+        current = pending.pop()
+        if isinstance(current, And | Or):
+            pending += [current.left, current.right]
+        elif isinstance(current, Not):
+            pending.append(current.operand)
+        elif isinstance(current, Comparison):
+            yield current.literal
+        elif isinstance(current, In):
+            yield from current.literals
+
+
 __all__ = [
     "FLIPPED",
     "And",
@@ -158,6 +175,7 @@ __all__ = [
     "Like",
     "Literal",
     "Not",
+    "literals_of",
     "Or",
     "Predicate",
 ]

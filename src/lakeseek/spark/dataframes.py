@@ -4,6 +4,7 @@ and batch lookups, a DataFrame of keys in and ``(key, file)`` pairs out (:func:`
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 from collections.abc import Mapping
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from lakeseek.exceptions import LakeseekError, PredicateTypeError, UnsupportedLakeError
+from lakeseek.expressions import Predicate, literals_of
 from lakeseek.expressions.sql import to_spark_sql
 from lakeseek.index import selected_columns
 from lakeseek.io.hadoop import literal_path
@@ -75,14 +77,36 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
     if not chosen.files:
         frame = spark.createDataFrame([], schema)
     else:
-        lake_schema = index.schema_of(state)
-        floats = any(pa.types.is_floating(field.type) for field in lake_schema if field.name in predicate.columns())
-        frame = read_files(spark, index.lake, schema, chosen.files, state.files, floats_filtered=floats)
+        unsafe = _statistics_mislead(predicate, index.schema_of(state))
+        frame = read_files(spark, index.lake, schema, chosen.files, state.files, statistics_unsafe=unsafe)
         frame = frame.where(to_spark_sql(where))
     if columns is None:
         return frame
     names = selected_columns(columns, index.schema_of(state))
     return frame.select(*(frame[_quoted(name)] for name in names))
+
+
+# Spark's Parquet filter pushdown takes a date or timestamp literal through Java's hybrid
+# (Julian before 1582-10-15) calendar, where the data's days are proleptic Gregorian: DATE
+# '1582-10-10' skipped the row group holding it. With a margin for time zones.
+_GREGORIAN_SAFE = dt.date(1583, 1, 1)
+
+
+def _statistics_mislead(predicate: Predicate, lake_schema: pa.Schema) -> bool:
+    """Whether Spark's Parquet reader, skipping row groups by their statistics, may skip rows
+    ``predicate`` keeps: when it filters a floating-point column (see ``SPARK_FLOAT_SAFE_OPTIONS``)
+    or compares with a date or timestamp before the Gregorian calendar's start."""
+    if any(pa.types.is_floating(field.type) for field in lake_schema if field.name in predicate.columns()):
+        return True
+    for literal in literals_of(predicate):
+        value = literal.value
+        if isinstance(value, pa.Scalar) and pa.types.is_temporal(value.type):
+            return True  # past the years Python holds: before 1 or after 9999
+        if isinstance(value, dt.datetime):
+            value = (value.astimezone(dt.timezone.utc) if value.tzinfo else value).date()
+        if isinstance(value, dt.date) and value < _GREGORIAN_SAFE:
+            return True
+    return False
 
 
 _UTC_NAMES = {"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "UCT", "Universal", "Zulu"}
@@ -141,7 +165,7 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
         for name in kept
     }
     carried_schema = StructType([schema[n] for n in kept if _widens(stored[n].dataType, schema[n].dataType)])
-    floats = any(isinstance(field.dataType, FloatType | DoubleType) for field in carried_schema.fields)
+    unsafe = any(isinstance(field.dataType, FloatType | DoubleType) for field in carried_schema.fields)
     parts = []
     if paths:
         uris = [literal_path(index.storage.uri(f"{index.index_dir}/{path}")) for path in paths]
@@ -150,7 +174,7 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
         # parquet-mr checks the pages' checksums only when asked: a damaged row file fails the
         # query instead of answering from what it now says.
         checked = spark.read.schema(with_file).option("parquet.page.verify-checksum.enabled", "true")
-        rows = PARQUET.spark_read(checked, uris, floats_filtered=floats)
+        rows = PARQUET.spark_read(checked, uris, statistics_unsafe=unsafe)
         widened = [field for old, field in zip(row_fields, carried_schema.fields, strict=True) if old != field]
         for field in widened:
             rows = rows.withColumn(field.name, rows[_quoted(field.name)].cast(field.dataType))
@@ -160,7 +184,7 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
             rows = rows.join(F.broadcast(live), ROW_FILE, "left_semi")
         parts.append(rows.drop(ROW_FILE))
     if state.unindexed:
-        frame = read_files(spark, index.lake, schema, sorted(state.unindexed), state.files, floats_filtered=floats)
+        frame = read_files(spark, index.lake, schema, sorted(state.unindexed), state.files, statistics_unsafe=unsafe)
         parts.append(frame.select(*carried_schema.fieldNames()))
     if not parts:
         return spark.createDataFrame([], carried_schema)
@@ -210,13 +234,13 @@ def read_files(
     files: list[str],
     stamps: Mapping[str, Stamp],
     *,
-    floats_filtered: bool = True,
+    statistics_unsafe: bool = True,
 ) -> DataFrame:
     """Spark's reader of the lake's format over these files of the lake, with the lake's
     ``schema`` (partition values taken below the lake's root), without the rows the lake
     deleted from them (see :meth:`lakeseek.sources.base.LakeSource.deleted_rows`): those are
     told apart by the row's position in its Parquet file (``_metadata.row_index``).
-    ``floats_filtered``: whether the query may filter on a floating-point column (see
+    ``statistics_unsafe``: whether Parquet's statistics may mislead a filter of the query (see
     DataFormat.spark_read)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import NullType
@@ -230,7 +254,7 @@ def read_files(
     listing = spark.read.schema(read_as).option("basePath", lake.uri).options(**lake.spark_listing_options)
 
     def spark_read(uris: list[str]) -> DataFrame:
-        return lake.data_format.spark_read(listing, uris, floats_filtered=floats_filtered)
+        return lake.data_format.spark_read(listing, uris, statistics_unsafe=statistics_unsafe)
 
     deleted = {path: rows for path in files if (rows := lake.deleted_rows(path, stamps.get(path))) is not None}
     whole = [literal_path(lake.file_uri(path)) for path in files if path not in deleted]
@@ -297,7 +321,7 @@ def locate_spark(index: Index, keys: DataFrame, column: str | None = None, key_c
     schema = spark_schema(index) if unindexed else None
     for path in unindexed:
         uri = lake.file_uri(path)
-        rows = read_files(spark, lake, schema, [path], state.files, floats_filtered=False)  # joined, not filtered
+        rows = read_files(spark, lake, schema, [path], state.files, statistics_unsafe=False)  # joined, not filtered
         values = rows.select(F.col(column).alias(KEY)).distinct()
         held = _matching(values, wanted).withColumn(FILE, F.lit(uri))
         parts.append(held)

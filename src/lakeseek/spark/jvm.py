@@ -247,31 +247,44 @@ class IndexPlanner:
         attribute = column_path(jvm_filter.attribute())
         if kind in ("IsNull", "IsNotNull"):
             return python_class(attribute)
-        if kind == "In":
-            return python_class(attribute, tuple(self.to_value(value) for value in jvm_filter.values()))
-        return python_class(attribute, self.to_value(jvm_filter.value()))
+        values = [self.to_value(value) for value in (jvm_filter.values() if kind == "In" else [jvm_filter.value()])]
+        if any(value is _NO_VALUE for value in values):
+            return None  # the filter stays with Spark alone
+        return python_class(attribute, tuple(values)) if kind == "In" else python_class(attribute, values[0])
 
     def to_value(self, value: Any) -> Any:
-        """A filter literal as the Python value the Python data source API gives for it.
+        """A filter literal as the Python value the Python data source API gives for it
+        (``_NO_VALUE`` for one it cannot be sure of).
 
         Dates and times go through Spark's own DateTimeUtils: a ``java.sql.Timestamp`` or
         ``Date`` is on the hybrid Julian calendar in the JVM's time zone, and only Spark's
-        rebasing gives back the proleptic Gregorian UTC value the column holds."""
+        rebasing gives back the proleptic Gregorian UTC value the column holds; but Spark made
+        one of a day the hybrid calendar lacks (1582-10-05 to 14) another day, so none before
+        the Gregorian calendar is sure. Python holds the years 1 to 9999 only."""
         if not hasattr(value, "getClass"):
             return bytes(value) if isinstance(value, bytearray) else value  # py4j converted it
         utils = self.jvm.org.apache.spark.sql.catalyst.util.DateTimeUtils
         kind = value.getClass().getName()
-        if kind == "java.sql.Timestamp":
-            return _EPOCH + dt.timedelta(microseconds=utils.fromJavaTimestamp(value))
-        if kind == "java.time.Instant":
-            return _EPOCH + dt.timedelta(microseconds=utils.instantToMicros(value))
-        if kind == "java.time.LocalDateTime":
-            return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=utils.localDateTimeToMicros(value))
-        if kind == "java.sql.Date":
-            return dt.date(1970, 1, 1) + dt.timedelta(days=utils.fromJavaDate(value))
-        if kind == "java.time.LocalDate":
-            return dt.date(1970, 1, 1) + dt.timedelta(days=utils.localDateToDays(value))
+        try:
+            if kind == "java.sql.Timestamp":
+                converted = _EPOCH + dt.timedelta(microseconds=utils.fromJavaTimestamp(value))
+                return converted if converted.date() >= _GREGORIAN_SAFE else _NO_VALUE
+            if kind == "java.time.Instant":
+                return _EPOCH + dt.timedelta(microseconds=utils.instantToMicros(value))
+            if kind == "java.time.LocalDateTime":
+                return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=utils.localDateTimeToMicros(value))
+            if kind == "java.sql.Date":
+                converted = dt.date(1970, 1, 1) + dt.timedelta(days=utils.fromJavaDate(value))
+                return converted if converted >= _GREGORIAN_SAFE else _NO_VALUE
+            if kind == "java.time.LocalDate":
+                return dt.date(1970, 1, 1) + dt.timedelta(days=utils.localDateToDays(value))
+        except OverflowError:  # DATE '+10000-01-01', DATE '-0044-03-15'
+            return _NO_VALUE
         return value  # a JVM object spark_literal does not take: the filter stays with Spark alone
+
+
+_NO_VALUE = object()
+_GREGORIAN_SAFE = dt.date(1583, 1, 1)  # the Gregorian calendar's start, with a margin for time zones
 
 
 def _refuse_deleted_rows(lake: LakeSource, files: list[str], stamps: Mapping[str, Stamp]) -> None:

@@ -115,10 +115,11 @@ class DataFormat(ABC):
         return schema
 
     @abstractmethod
-    def spark_read(self, reader: Any, uris: list[str], *, floats_filtered: bool = True) -> Any:
+    def spark_read(self, reader: Any, uris: list[str], *, statistics_unsafe: bool = True) -> Any:
         """The DataFrame Spark's own reader (``reader``: a DataFrameReader with the schema set)
-        gives over the files ``uris``, for the same rows lakeseek reads; ``floats_filtered``:
-        whether the query may filter on a floating-point column."""
+        gives over the files ``uris``, for the same rows lakeseek reads; ``statistics_unsafe``:
+        whether a filter of the query may skip rows it keeps by the files' statistics (a
+        filter of a floating-point column, or one with a date before the Gregorian calendar)."""
 
 
 _FORMATS: dict[str, DataFormat] = {}

@@ -156,7 +156,7 @@ class CsvFormat(TextFormat):
     def common_type(self, a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         return spark_csv.common_type(a, b)
 
-    def spark_read(self, reader: Any, uris: list[str], *, floats_filtered: bool = True) -> Any:
+    def spark_read(self, reader: Any, uris: list[str], *, statistics_unsafe: bool = True) -> Any:
         # enforceSchema off: Spark checks each file's header against the schema's names rather
         # than reading columns by position, so a file with its columns in another order fails
         # instead of reading wrong. The other options read the files as described above.

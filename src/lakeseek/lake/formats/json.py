@@ -123,7 +123,7 @@ class JsonFormat(TextFormat):
             return pa.float64()
         return super().common_type(a, b)
 
-    def spark_read(self, reader: Any, uris: list[str], *, floats_filtered: bool = True) -> Any:
+    def spark_read(self, reader: Any, uris: list[str], *, statistics_unsafe: bool = True) -> Any:
         return reader.json(uris)
 
 

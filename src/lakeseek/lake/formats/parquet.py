@@ -24,7 +24,9 @@ from lakeseek.lake.formats.base import ColumnStatistics, DataFile, DataFormat, r
 # indexes and bloom filters, all wrong for floating point by SQL's rules: statistics leave NaN
 # out (Spark's NaN equals NaN and is above every number), and dictionaries and bloom filters
 # compare bits (-0.0 is not 0.0). A query filtering a floating-point column is read with none of
-# them. (The JVM data source instead pushes no such filter: lakeseek/ExactParquetFileFormat.java.)
+# them, as is one comparing with a date before the Gregorian calendar (to_spark's
+# _statistics_mislead). (The JVM data source instead pushes no such filter:
+# lakeseek/ExactParquetFileFormat.java.)
 SPARK_FLOAT_SAFE_OPTIONS = {
     f"parquet.filter.{name}.enabled": "false" for name in ("stats", "dictionary", "columnindex", "bloom")
 }
@@ -120,8 +122,8 @@ class ParquetFormat(DataFormat):
     def view(self, dataset: ds.FileSystemDataset) -> Any:
         return spark_view(dataset)
 
-    def spark_read(self, reader: Any, uris: list[str], *, floats_filtered: bool = True) -> Any:
-        return (reader.options(**SPARK_FLOAT_SAFE_OPTIONS) if floats_filtered else reader).parquet(*uris)
+    def spark_read(self, reader: Any, uris: list[str], *, statistics_unsafe: bool = True) -> Any:
+        return (reader.options(**SPARK_FLOAT_SAFE_OPTIONS) if statistics_unsafe else reader).parquet(*uris)
 
 
 PARQUET = register_format(ParquetFormat())

@@ -1,5 +1,9 @@
 package lakeseek;
 
+import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -8,7 +12,17 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.sources.And;
+import org.apache.spark.sql.sources.EqualNullSafe;
+import org.apache.spark.sql.sources.EqualTo;
 import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.sources.GreaterThan;
+import org.apache.spark.sql.sources.GreaterThanOrEqual;
+import org.apache.spark.sql.sources.In;
+import org.apache.spark.sql.sources.LessThan;
+import org.apache.spark.sql.sources.LessThanOrEqual;
+import org.apache.spark.sql.sources.Not;
+import org.apache.spark.sql.sources.Or;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.FloatType;
@@ -21,8 +35,11 @@ import scala.jdk.javaapi.CollectionConverters;
  * skips row groups by statistics, dictionaries, page indexes and bloom filters, all wrong for
  * floating point by SQL's rules: statistics leave NaN out (Spark's NaN equals NaN and is above
  * every number) and dictionaries and bloom filters compare bits (-0.0 is not 0.0), so {@code f =
- * 0.0} dropped the row groups holding only -0.0. Spark still applies every filter to every row
- * read. (Not a relation option: Spark replaces a catalog table's cached relation options.)
+ * 0.0} dropped the row groups holding only -0.0. Nor a filter with a date or timestamp before the
+ * Gregorian calendar's start: Spark hands Parquet such a value through Java's hybrid (Julian)
+ * calendar, where the files hold proleptic Gregorian days ({@code d = DATE '1582-10-10'} dropped
+ * the row group holding it). Spark still applies every filter to every row read. (Not a relation
+ * option: Spark replaces a catalog table's cached relation options.)
  */
 public final class ExactParquetFileFormat extends ParquetFileFormat {
   private static final long serialVersionUID = 1L;
@@ -38,7 +55,8 @@ public final class ExactParquetFileFormat extends ParquetFileFormat {
       Configuration hadoopConf) {
     List<Filter> exact = new ArrayList<>();
     for (Filter filter : CollectionConverters.asJava(filters)) {
-      if (Arrays.stream(filter.references()).noneMatch(name -> mayBeFloating(dataSchema, name))) {
+      if (Arrays.stream(filter.references()).noneMatch(name -> mayBeFloating(dataSchema, name))
+          && !beforeGregorian(filter)) {
         exact.add(filter);
       }
     }
@@ -50,6 +68,55 @@ public final class ExactParquetFileFormat extends ParquetFileFormat {
         CollectionConverters.asScala(exact).toList(),
         options,
         hadoopConf);
+  }
+
+  // With a margin for time zones.
+  private static final LocalDate GREGORIAN_SAFE = LocalDate.of(1583, 1, 1);
+
+  /** Whether the filter compares with a date or timestamp before GREGORIAN_SAFE. */
+  private static boolean beforeGregorian(Filter filter) {
+    if (filter instanceof And and) {
+      return beforeGregorian(and.left()) || beforeGregorian(and.right());
+    }
+    if (filter instanceof Or or) {
+      return beforeGregorian(or.left()) || beforeGregorian(or.right());
+    }
+    if (filter instanceof Not not) {
+      return beforeGregorian(not.child());
+    }
+    List<Object> values = new ArrayList<>();
+    if (filter instanceof EqualTo f) {
+      values.add(f.value());
+    } else if (filter instanceof EqualNullSafe f) {
+      values.add(f.value());
+    } else if (filter instanceof GreaterThan f) {
+      values.add(f.value());
+    } else if (filter instanceof GreaterThanOrEqual f) {
+      values.add(f.value());
+    } else if (filter instanceof LessThan f) {
+      values.add(f.value());
+    } else if (filter instanceof LessThanOrEqual f) {
+      values.add(f.value());
+    } else if (filter instanceof In f) {
+      values.addAll(Arrays.asList(f.values()));
+    }
+    return values.stream().anyMatch(ExactParquetFileFormat::beforeGregorian);
+  }
+
+  private static boolean beforeGregorian(Object value) {
+    LocalDate day = null;
+    if (value instanceof LocalDate date) {
+      day = date;
+    } else if (value instanceof java.sql.Date date) {
+      day = date.toLocalDate();
+    } else if (value instanceof Instant instant) {
+      day = instant.atZone(ZoneOffset.UTC).toLocalDate();
+    } else if (value instanceof java.sql.Timestamp timestamp) {
+      day = timestamp.toInstant().atZone(ZoneOffset.UTC).toLocalDate();
+    } else if (value instanceof LocalDateTime timestamp) {
+      day = timestamp.toLocalDate();
+    }
+    return day != null && day.isBefore(GREGORIAN_SAFE);
   }
 
   /** Whether the column is floating point, or not a top-level column (then not known to be safe). */
