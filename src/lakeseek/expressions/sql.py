@@ -216,6 +216,12 @@ def _parse_error(error: SqlglotError) -> str:
     return re.sub(r"\.? Line (\d+), Col: (\d+)\.?$", lambda m: f" (at character {m[2]})", message)
 
 
+def _written(node: exp.Expr) -> str:
+    """A part of a predicate for a message, as Spark writes it (sqlglot's own SQL says
+    ``TRY_CAST(1 AS TEXT)`` for ``CAST(1 AS STRING)``)."""
+    return node.sql(dialect=LakeseekDialect)
+
+
 def _first_line(error: Exception) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
 
@@ -243,7 +249,7 @@ def _convert_one(node: exp.Expr) -> Predicate:
         return _is(node)
     if isinstance(node, exp.In):
         if node.args.get("query") or node.args.get("unnest") or not node.expressions:
-            raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: IN needs a list of literals")
+            raise UnsupportedPredicateError(f"unsupported predicate {_written(node)!r}: IN needs a list of literals")
         return In(_column(node.this), tuple(_literal(v) for v in node.expressions))
     if isinstance(node, exp.Between):
         column = _column(node.this)
@@ -253,14 +259,14 @@ def _convert_one(node: exp.Expr) -> Predicate:
         )
     if isinstance(node, exp.Like) and not isinstance(node, exp.ILike):
         if node.args.get("escape"):
-            raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: LIKE ... ESCAPE")
+            raise UnsupportedPredicateError(f"unsupported predicate {_written(node)!r}: LIKE ... ESCAPE")
         pattern = _literal(node.expression)
         if pattern.kind != "string":
-            raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: LIKE needs a string pattern")
+            raise UnsupportedPredicateError(f"unsupported predicate {_written(node)!r}: LIKE needs a string pattern")
         like = Like(_column(node.this), _checked_like(pattern.value))
         return Not(like) if node.args.get("negate") else like  # sqlglot reads `a NOT LIKE p` as a negated Like
     if isinstance(node, exp.Escape):
-        raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: LIKE ... ESCAPE")
+        raise UnsupportedPredicateError(f"unsupported predicate {_written(node)!r}: LIKE ... ESCAPE")
     if isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ):
         return _null_safe(node)
     op = _COMPARISONS.get(type(node))
@@ -272,8 +278,8 @@ def _convert_one(node: exp.Expr) -> Predicate:
             return Comparison(op, _column(left), _literal(right))
         if _is_column(right):
             return Comparison(FLIPPED[op], _column(right), _literal(left))
-        raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: compare a column with a literal")
-    raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}")
+        raise UnsupportedPredicateError(f"unsupported predicate {_written(node)!r}: compare a column with a literal")
+    raise UnsupportedPredicateError(f"unsupported predicate {_written(node)!r}")
 
 
 def _chain(node: exp.Expr, kind: type) -> list[exp.Expr]:
@@ -309,7 +315,7 @@ def _is(node: exp.Is) -> Predicate:
     if isinstance(node.expression, exp.Boolean):
         column = _column(node.this)
         return And(Not(IsNull(column)), Comparison("=", column, Literal("bool", bool(node.expression.this))))
-    raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: only IS [NOT] NULL, TRUE or FALSE")
+    raise UnsupportedPredicateError(f"unsupported predicate {_written(node)!r}: only IS [NOT] NULL, TRUE or FALSE")
 
 
 def _null_safe(node: exp.Expr) -> Predicate:
@@ -318,7 +324,7 @@ def _null_safe(node: exp.Expr) -> Predicate:
     if not _is_column(left):
         left, right = right, left
     if not _is_column(left):
-        raise UnsupportedPredicateError(f"unsupported predicate {node.sql()!r}: compare a column with a literal")
+        raise UnsupportedPredicateError(f"unsupported predicate {_written(node)!r}: compare a column with a literal")
     if _is_column(right):  # both NULL, or both not NULL and equal
         a, b = _column(left), _column(right)
         both_null = And(IsNull(a), IsNull(b))
@@ -353,7 +359,7 @@ def _column(node: exp.Expr) -> str:
     if isinstance(node, exp.Paren):
         return _column(node.this)
     if not isinstance(node, exp.Column):
-        raise UnsupportedPredicateError(f"expected a column name, found {node.sql()!r}")
+        raise UnsupportedPredicateError(f"expected a column name, found {_written(node)!r}")
     if node.table:
         # Spark reads a.b as the field b of the struct column a (a column named 'a.b' is
         # `a.b`): never the top-level column 'a.b', whose values are another column's.
@@ -403,17 +409,17 @@ def _literal(node: exp.Expr) -> Literal:
         if node.is_string:
             return Literal("string", node.this)
         return _number(node.this)
-    raise UnsupportedPredicateError(f"expected a literal, found {node.sql()!r}")
+    raise UnsupportedPredicateError(f"expected a literal, found {_written(node)!r}")
 
 
 def _negated(literal: Literal, node: exp.Expr) -> Literal:
     if literal.kind not in ("int", "decimal", "float"):
-        raise UnsupportedPredicateError(f"cannot negate {node.sql()!r}")
+        raise UnsupportedPredicateError(f"cannot negate {_written(node)!r}")
     negated = literal.value.copy_negate() if isinstance(literal.value, Decimal) else -literal.value
     # An integer keeps its type when negated (an untyped one is INT, BIGINT or DECIMAL by its value).
     typed = literal.type or (integer_literal_type(literal.value) if literal.kind == "int" else None)
     if typed is not None and pa.types.is_integer(typed) and not _fits(negated, typed):
-        raise PredicateParseError(f"{node.sql()!r} negated overflows {typed} (Spark: ARITHMETIC_OVERFLOW)")
+        raise PredicateParseError(f"{_written(node)!r} negated overflows {typed} (Spark: ARITHMETIC_OVERFLOW)")
     return Literal(literal.kind, negated, literal.type)
 
 
@@ -444,9 +450,9 @@ def _typed(node: exp.Cast) -> Literal:
     else:
         number = _number(inner.value.strip(SPARK_BLANKS)) if inner.kind == "string" else inner
     if number.kind not in ("int", "decimal", "float"):
-        raise UnsupportedPredicateError(f"unsupported literal {node.sql()!r}")
+        raise UnsupportedPredicateError(f"unsupported literal {_written(node)!r}")
     if number.kind == "float" and not math.isfinite(number.value) and target != exp.DataType.Type.DOUBLE:
-        raise PredicateParseError(f"the literal {node.sql()!r} has no value of that type")
+        raise PredicateParseError(f"the literal {_written(node)!r} has no value of that type")
     if arrow_type is not None:
         if pa.types.is_floating(arrow_type):
             return _float(float(number.value), arrow_type)
@@ -454,11 +460,11 @@ def _typed(node: exp.Cast) -> Literal:
             raise PredicateParseError(f"the string {inner.value!r} cannot be cast to {arrow_type}")
         whole = int(number.value)  # Spark's cast of a fraction to an integer type drops the fraction
         if not _fits(whole, arrow_type):
-            raise PredicateParseError(f"the literal {node.sql()!r} is out of the range of {arrow_type}")
+            raise PredicateParseError(f"the literal {_written(node)!r} is out of the range of {arrow_type}")
         return Literal("int", whole, arrow_type)
     if target == exp.DataType.Type.DECIMAL:
         return _decimal(number.value, node)
-    raise UnsupportedPredicateError(f"unsupported literal {node.sql()!r}")
+    raise UnsupportedPredicateError(f"unsupported literal {_written(node)!r}")
 
 
 def _decimal(value: int | Decimal | float, node: exp.Cast) -> Literal:
@@ -468,13 +474,15 @@ def _decimal(value: int | Decimal | float, node: exp.Cast) -> Literal:
     try:
         precision, scale = (int(params[0].this), int(params[1].this if len(params) > 1 else 0)) if params else (10, 0)
     except (AttributeError, ValueError) as error:
-        raise UnsupportedPredicateError(f"unsupported decimal type in {node.sql()!r}") from error
+        raise UnsupportedPredicateError(f"unsupported decimal type in {_written(node)!r}") from error
     if not 0 <= scale <= precision <= 38 or precision == 0:
-        raise PredicateParseError(f"DECIMAL({precision}, {scale}) in {node.sql()!r} is not a decimal type Spark has")
+        written = _written(node)
+        raise PredicateParseError(f"DECIMAL({precision}, {scale}) in {written!r} is not a decimal type Spark has")
     exact = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)  # a double as Spark prints it
     rounded = exact.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP, context=Context(prec=80))
     if rounded.adjusted() >= precision - scale and rounded != 0:
-        raise PredicateParseError(f"the literal {node.sql()!r} is out of the range of DECIMAL({precision}, {scale})")
+        written = _written(node)
+        raise PredicateParseError(f"the literal {written!r} is out of the range of DECIMAL({precision}, {scale})")
     return Literal("decimal", rounded, pa.decimal128(precision, scale))
 
 
@@ -496,7 +504,7 @@ def _date_arithmetic(node: exp.Add | exp.Sub) -> Literal:
         base, interval = interval, base
     start = _literal(base)
     if start.kind not in ("date", "timestamp", "timestamp_ntz") or not isinstance(interval, exp.Interval):
-        raise UnsupportedPredicateError(f"expected a literal, found {node.sql()!r}")
+        raise UnsupportedPredicateError(f"expected a literal, found {_written(node)!r}")
     unit = str(interval.unit.this if interval.unit else "").upper()
     amount = _literal(interval.this)
     if amount.kind == "string":
