@@ -150,3 +150,20 @@ def test_a_timestamp_predicate_outside_a_utc_session_is_refused(spark, typed_lak
         assert to_spark(index, spark, "id = 5").count() == len(ids(index.read("id = 5")))  # no timestamp: read
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def test_a_partition_directory_of_no_value_is_refused_in_one_line(spark, tmp_path):
+    """Spark refuses `p=` (EMPTY_PARTITION_COLUMN_VALUE); to_spark raised Spark's exception
+    itself. Index.read reads it as the empty string."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for number, value in enumerate(["a", ""]):
+        (tmp_path / "lake" / f"p={value}").mkdir(parents=True)
+        pq.write_table(pa.table({"id": [number]}), tmp_path / "lake" / f"p={value}" / "part.parquet")
+    with pytest.raises(Exception, match="EMPTY_PARTITION_COLUMN_VALUE"):
+        spark.read.parquet(str(tmp_path / "lake")).collect()
+    index = lakeseek.create_index(str(tmp_path / "lake"), ["id"], engine="local")
+    assert index.read("p = ''").column("id").to_pylist() == [1]
+    with pytest.raises(lakeseek.LakeseekError, match="Spark refuses the partition directory 'p='"):
+        to_spark(index, spark, "id = 1")

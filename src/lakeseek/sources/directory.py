@@ -28,6 +28,7 @@ from lakeseek.sources.partitions import (
     infer_partition_types,
     partition_expression,
     partition_values,
+    raw_partition_values,
     unescape_path_name,
 )
 
@@ -109,6 +110,18 @@ class DirectorySource(LakeSource):
 
     def partition_types(self, files: Iterable[str], partition_columns: Sequence[str]) -> dict[str, pa.DataType]:
         return infer_partition_types(files, partition_columns)
+
+    def spark_misread_partitions(self, files: Iterable[str]) -> str | None:
+        """Spark refuses a partition directory of no value (``p=``: EMPTY_PARTITION_COLUMN_VALUE),
+        which lakeseek reads as the empty string."""
+        for file in files:
+            empty = next((name for name, value in raw_partition_values(file).items() if value == ""), None)
+            if empty is not None:
+                return (
+                    f"Spark refuses the partition directory '{empty}=' of data file {self.shown(file)} "
+                    "(a partition value of no text): read the lake with lakeseek.Index.read"
+                )
+        return None
 
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The schema ``spark.read.option("mergeSchema", "true").parquet`` gives the lake, without
