@@ -6,23 +6,15 @@ import java.time.LocalDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.Iterator;
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
-import org.apache.spark.sql.sources.And;
-import org.apache.spark.sql.sources.EqualNullSafe;
-import org.apache.spark.sql.sources.EqualTo;
 import org.apache.spark.sql.sources.Filter;
-import org.apache.spark.sql.sources.GreaterThan;
-import org.apache.spark.sql.sources.GreaterThanOrEqual;
-import org.apache.spark.sql.sources.In;
-import org.apache.spark.sql.sources.LessThan;
-import org.apache.spark.sql.sources.LessThanOrEqual;
-import org.apache.spark.sql.sources.Not;
-import org.apache.spark.sql.sources.Or;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.FloatType;
@@ -73,37 +65,29 @@ public final class ExactParquetFileFormat extends ParquetFileFormat {
   // With a margin for time zones.
   private static final LocalDate GREGORIAN_SAFE = LocalDate.of(1583, 1, 1);
 
-  /** Whether the filter compares with a date or timestamp before GREGORIAN_SAFE. */
+  /**
+   * Whether the filter compares with a date or timestamp before GREGORIAN_SAFE: every filter is a
+   * case class of its attribute, its values (an array, for In) and the filters it combines.
+   */
   private static boolean beforeGregorian(Filter filter) {
-    if (filter instanceof And and) {
-      return beforeGregorian(and.left()) || beforeGregorian(and.right());
+    if (!(filter instanceof scala.Product product)) {
+      return true; // not known to be safe
     }
-    if (filter instanceof Or or) {
-      return beforeGregorian(or.left()) || beforeGregorian(or.right());
+    Iterator<Object> elements = CollectionConverters.asJava(product.productIterator());
+    while (elements.hasNext()) {
+      Object element = elements.next();
+      List<Object> values =
+          element instanceof Object[] array ? Arrays.asList(array) : Collections.singletonList(element);
+      for (Object value : values) {
+        if (value instanceof Filter child ? beforeGregorian(child) : isBeforeGregorian(value)) {
+          return true;
+        }
+      }
     }
-    if (filter instanceof Not not) {
-      return beforeGregorian(not.child());
-    }
-    List<Object> values = new ArrayList<>();
-    if (filter instanceof EqualTo f) {
-      values.add(f.value());
-    } else if (filter instanceof EqualNullSafe f) {
-      values.add(f.value());
-    } else if (filter instanceof GreaterThan f) {
-      values.add(f.value());
-    } else if (filter instanceof GreaterThanOrEqual f) {
-      values.add(f.value());
-    } else if (filter instanceof LessThan f) {
-      values.add(f.value());
-    } else if (filter instanceof LessThanOrEqual f) {
-      values.add(f.value());
-    } else if (filter instanceof In f) {
-      values.addAll(Arrays.asList(f.values()));
-    }
-    return values.stream().anyMatch(ExactParquetFileFormat::beforeGregorian);
+    return false;
   }
 
-  private static boolean beforeGregorian(Object value) {
+  private static boolean isBeforeGregorian(Object value) {
     LocalDate day = null;
     if (value instanceof LocalDate date) {
       day = date;
