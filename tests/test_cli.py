@@ -279,10 +279,14 @@ def test_entry_point_prints_one_line_without_traceback(tmp_path):
         timeout=120,
     )
     assert usage.returncode == 2 and "--where" in usage.stderr
-    bare = subprocess.run(
-        [sys.executable, "-c", "from lakeseek.cli.main import run; run()"], capture_output=True, text=True, timeout=120
-    )
-    assert bare.returncode == 2 and bare.stderr.startswith("Usage: ") and "lakeseek: error" not in bare.stderr
+    for options in ([], ["-v"]):  # with -v it said "lakeseek: error: Missing command."
+        bare = subprocess.run(
+            [sys.executable, "-c", "from lakeseek.cli.main import run; run()", *options],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert bare.returncode == 2 and bare.stderr.startswith("Usage: ") and "lakeseek: error" not in bare.stderr
 
 
 def test_unreadable_schema_error_is_one_line(tmp_path):

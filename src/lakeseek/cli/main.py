@@ -47,9 +47,6 @@ def run() -> None:
     except click.exceptions.Abort:
         stderr.print("lakeseek: aborted")
         sys.exit(130)
-    except click.exceptions.NoArgsIsHelpError as error:  # no command: the help, as it is
-        stderr.print(error.format_message(), markup=False)
-        sys.exit(error.exit_code)
     except click.ClickException as error:  # a bad option or argument: one line, as every other error
         stderr.print(f"lakeseek: error: {error.format_message()}", markup=False)
         sys.exit(error.exit_code)
@@ -64,11 +61,15 @@ def run() -> None:
         sys.exit(130)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.version_option(package_name="lakeseek")
 @click.option("-v", "--verbose", is_flag=True, help="Log what lakeseek does (to stderr).")
 def main(verbose: bool) -> None:
     """Find rows in Parquet data lakes through an index stored in the lake."""
+    context = click.get_current_context()
+    if context.invoked_subcommand is None:  # `lakeseek`, `lakeseek -v`: no command, the help as it is
+        stderr.print(context.get_help(), markup=False)
+        sys.exit(2)
     # Without -v the library's warnings are notes on stderr (each once), and nothing else it logs.
     logging.basicConfig(level=logging.INFO if verbose else logging.ERROR, format="%(name)s: %(message)s")
     if not verbose:
