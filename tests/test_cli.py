@@ -108,6 +108,7 @@ def test_create_then_query_files_status(tmp_path, typed_lake, spark):
         ("id = 1; DROP TABLE x", "malformed predicate"),
         ("id IS", "malformed predicate 'id IS': unexpected 'IS' after 'id'"),
         ("id = 1 adn", "unexpected 'adn' after 'id = 1'"),  # Spark: id = 1, named adn
+        (";", "malformed predicate ';': expected one boolean expression"),  # was a ValueError traceback
         ("id = CAST(1 AS STRING)", "unsupported literal 'CAST(1 AS STRING)'"),  # not sqlglot's TRY_CAST(1 AS TEXT)
     ],
 )

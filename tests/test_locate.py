@@ -311,7 +311,7 @@ def test_a_nanosecond_key_pairs_only_files_holding_it(tmp_path, kind):
 def test_a_zero_key_locates_negative_zero_in_a_column_read_by_scanning(tmp_path, key):
     """An integer partition column the index holds became DOUBLE (a `q=2.5` directory since):
     locate reads the files, where `-0` is -0.0, which `q = 0` finds (Spark's, and lakeseek's
-    read); locate of 0 found nothing (Arrow's is_in tells -0.0 from 0.0)."""
+    read); locate of 0 found nothing (Arrow's is_in tells -0.0 from 0.0; NaN it never finds)."""
     lake = tmp_path / "lake"
 
     def partition(directory: str, ids: list[int]) -> None:
@@ -322,10 +322,12 @@ def test_a_zero_key_locates_negative_zero_in_a_column_read_by_scanning(tmp_path,
     partition("q=1", [1])
     lakeseek.create_index(str(lake), ["q", "id"], engine="local")
     partition("q=2.5", [5])
+    partition("q=NaN", [6])
     index = lakeseek.open_index(str(lake))
     assert index.read("q = 0").column("id").to_pylist() == [4]
-    pairs = index.locate([key], column="q").to_pylist()
-    assert [(pair["key"], os.path.relpath(pair["file"], lake)) for pair in pairs] == [(-0.0, "q=-0/part.parquet")]
+    pairs = index.locate([key, float("nan")], column="q").to_pylist()
+    found = sorted((str(pair["key"]), os.path.relpath(pair["file"], lake)) for pair in pairs)
+    assert found == [("-0.0", "q=-0/part.parquet"), ("nan", "q=NaN/part.parquet")]
 
 
 @pytest.mark.parametrize("keys", [12, "12", b"12", None])
@@ -336,4 +338,6 @@ def test_keys_that_are_not_a_list_of_keys_are_refused(tmp_path, keys):
     index = lakeseek.create_index(str(tmp_path / "lake"), ["id"], engine="local")
     with pytest.raises(lakeseek.InvalidArgumentError, match="keys are a list or an Arrow array of keys"):
         index.locate(keys)
+    with pytest.raises(lakeseek.InvalidArgumentError, match="a column is named by a string, not int"):
+        index.locate([1], column=1)
     assert index.locate(pa.chunked_array([[12], [1]])).column("key").to_pylist() == [1, 12]

@@ -457,6 +457,8 @@ class Index:
     def locate_column(self, column: str | None, state: LakeState | None = None) -> str:
         """The indexed column ``locate`` looks keys up in: ``column``, or the index's only one
         (a stand-in for an unreadable index knows none: any column, which is scanned)."""
+        if column is not None and not isinstance(column, str):
+            raise InvalidArgumentError(f"a column is named by a string, not {type(column).__name__}")
         if column is None:
             if len(self.root.columns) != 1:
                 raise LakeseekError(f"the index has several columns ({', '.join(self.columns)}): choose one")

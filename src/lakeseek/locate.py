@@ -239,9 +239,13 @@ def scan_keys(
         dataset = open_files([path])  # one file at a time: a file may spell the column another way
         column_keys = keys.cast(value_type(dataset.schema.field(column).type))
         held_keys = pc.field(column).isin(column_keys)
-        if pa.types.is_floating(column_keys.type) and pc.any(pc.equal(column_keys, 0)).as_py():
-            # isin hashes -0.0 and 0.0 apart, where = (Spark's, and files()'s) finds them equal.
-            held_keys = held_keys | (pc.field(column) == pa.scalar(0, column_keys.type))
+        if pa.types.is_floating(column_keys.type):
+            # isin hashes -0.0 and 0.0 apart and finds no NaN, where = (Spark's, and files()'s)
+            # finds -0.0 equal to 0.0 and NaN equal to NaN.
+            if pc.any(pc.equal(column_keys, 0)).as_py():
+                held_keys = held_keys | (pc.field(column) == pa.scalar(0, column_keys.type))
+            if pc.any(pc.is_nan(column_keys)).as_py():
+                held_keys = held_keys | pc.field(column).is_nan()
         table = dataset.to_table(columns=[column], filter=held_keys)
         held = pc.unique(table.column(column)).cast(keys.type, safe=False)
         parts.append(pa.table({KEY: held, FILE: pa.array([path] * len(held), pa.string())}))

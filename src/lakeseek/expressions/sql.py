@@ -102,16 +102,24 @@ _DIALECT = LakeseekDialect()
 
 
 def _refuse_what_spark_refuses(tokens: list[Token]) -> None:
-    """sqlglot takes a ``,`` before a ``)`` and a ``;`` anywhere; Spark's parser refuses both,
-    but for the ``;`` ending a statement (``... WHERE a = 5;;``)."""
+    """sqlglot takes a ``;`` anywhere and a list with an empty member (``(1,)``, ``(1,,2)``,
+    ``(,1)``), dropping it; Spark's parser refuses them, but for the ``;`` ending a statement
+    (``... WHERE a = 5;;``)."""
     statement_end = len(tokens)
     while statement_end and tokens[statement_end - 1].token_type == TokenType.SEMICOLON:
         statement_end -= 1
-    for token, following in zip(tokens[:statement_end], [*tokens[1:statement_end], None], strict=True):
-        if token.token_type == TokenType.SEMICOLON or (
-            token.token_type == TokenType.COMMA and following is not None and following.token_type == TokenType.R_PAREN
-        ):
-            raise ParseError(f"Unexpected '{token.text}'. Line {token.line}, Col: {token.col}")
+    if not statement_end:
+        return  # nothing but ';': no expression, as the parser says
+    empty_member = {
+        (TokenType.COMMA, TokenType.R_PAREN),
+        (TokenType.COMMA, TokenType.COMMA),
+        (TokenType.L_PAREN, TokenType.COMMA),
+    }
+    for at, token in enumerate(tokens[:statement_end]):
+        following = tokens[at + 1].token_type if at + 1 < statement_end else None
+        if token.token_type == TokenType.SEMICOLON or (token.token_type, following) in empty_member:
+            culprit = tokens[at + 1] if token.token_type == TokenType.L_PAREN else token
+            raise ParseError(f"Unexpected '{culprit.text}'. Line {culprit.line}, Col: {culprit.col}")
 
 
 def _signed_typed_numbers(tree: exp.Expr) -> exp.Expr:
