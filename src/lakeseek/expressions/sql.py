@@ -93,7 +93,7 @@ def parse_tree(text: str) -> exp.Expr:
     if named is not None:
         # Spark reads `a = 1 x` as `a = 1` named x, so a typo there silently drops what follows.
         raise PredicateParseError(
-            f"malformed predicate {_shown(text)}: unexpected {named.alias!r} after {named.this.sql(dialect='spark')!r}"
+            f"malformed predicate {_shown(text)}: unexpected {named.alias!r} after {_written(named.this)!r}"
         )
     return _signed_typed_numbers(trees[0])
 

@@ -86,10 +86,10 @@ def to_spark(index: Index, spark: SparkSession, where: str, columns: list[str] |
     return frame.select(*(frame[_quoted(name)] for name in names))
 
 
-# Spark's Parquet filter pushdown takes a date or timestamp literal through Java's hybrid
+# Spark hands a date or timestamp literal to Parquet and to data sources through Java's hybrid
 # (Julian before 1582-10-15) calendar, where the data's days are proleptic Gregorian: DATE
 # '1582-10-10' skipped the row group holding it. With a margin for time zones.
-_GREGORIAN_SAFE = dt.date(1583, 1, 1)
+GREGORIAN_SAFE = dt.date(1583, 1, 1)
 
 
 def _statistics_mislead(predicate: Predicate, lake_schema: pa.Schema) -> bool:
@@ -104,7 +104,7 @@ def _statistics_mislead(predicate: Predicate, lake_schema: pa.Schema) -> bool:
             return True  # past the years Python holds: before 1 or after 9999
         if isinstance(value, dt.datetime):
             value = (value.astimezone(dt.timezone.utc) if value.tzinfo else value).date()
-        if isinstance(value, dt.date) and value < _GREGORIAN_SAFE:
+        if isinstance(value, dt.date) and value < GREGORIAN_SAFE:
             return True
     return False
 

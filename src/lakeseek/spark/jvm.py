@@ -39,7 +39,7 @@ from lakeseek.io import Stamp
 from lakeseek.lake.formats import PARQUET
 from lakeseek.sources.base import LakeSource
 from lakeseek.spark import PYTHON_FORMAT
-from lakeseek.spark.dataframes import spark_schema
+from lakeseek.spark.dataframes import GREGORIAN_SAFE, spark_schema
 from lakeseek.spark.datasource import open_source_index, open_source_lake
 from lakeseek.spark.filters import Both, Either, Pushed, conjunction, usable
 from lakeseek.spark.scan import plan_scan
@@ -268,14 +268,14 @@ class IndexPlanner:
         try:
             if kind == "java.sql.Timestamp":
                 converted = _EPOCH + dt.timedelta(microseconds=utils.fromJavaTimestamp(value))
-                return converted if converted.date() >= _GREGORIAN_SAFE else _NO_VALUE
+                return converted if converted.date() >= GREGORIAN_SAFE else _NO_VALUE
             if kind == "java.time.Instant":
                 return _EPOCH + dt.timedelta(microseconds=utils.instantToMicros(value))
             if kind == "java.time.LocalDateTime":
                 return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=utils.localDateTimeToMicros(value))
             if kind == "java.sql.Date":
                 converted = dt.date(1970, 1, 1) + dt.timedelta(days=utils.fromJavaDate(value))
-                return converted if converted >= _GREGORIAN_SAFE else _NO_VALUE
+                return converted if converted >= GREGORIAN_SAFE else _NO_VALUE
             if kind == "java.time.LocalDate":
                 return dt.date(1970, 1, 1) + dt.timedelta(days=utils.localDateToDays(value))
         except OverflowError:  # DATE '+10000-01-01', DATE '-0044-03-15'
@@ -284,7 +284,6 @@ class IndexPlanner:
 
 
 _NO_VALUE = object()
-_GREGORIAN_SAFE = dt.date(1583, 1, 1)  # the Gregorian calendar's start, with a margin for time zones
 
 
 def _refuse_deleted_rows(lake: LakeSource, files: list[str], stamps: Mapping[str, Stamp]) -> None:
