@@ -641,12 +641,26 @@ def _index_files_by_shape(root: str) -> dict[str, tuple[str, int]]:
     return {path: (os.path.basename(path).split("-")[0], os.path.getsize(path)) for path in found}
 
 
+@pytest.mark.parametrize("warm", [False, True], ids=["new-process", "warm-process"])
 @pytest.mark.parametrize("kind", ["sorted", "skipping", "cuckoo", "covering"])
-def test_an_older_file_of_the_same_shape_put_back_never_costs_rows(tmp_path, kind):
+def test_an_older_file_of_the_same_shape_put_back_never_costs_rows(tmp_path, kind, warm):
     """A full refresh after two files traded their rows, then after they traded back and one moved
     writes index files of the same size as the older ones (found by a hunt: a cuckoo bucket
     file, whose checksums and size an older one shares, put back was read as the new one, and
-    `id = 5042` answered no row). Each older file of a new one's shape is put in its place."""
+    `id = 5042` answered no row). Each older file of a new one's shape is put in its place.
+
+    Warm: a handle that has read the new files' footers, its process's caches of decoded entries
+    then evicted, as a long-running service's are (found by a hunt: a covering row file put back
+    was decoded with the footer kept, and `x = 1` answered no row)."""
+    from lakeseek.lru import CACHES
+
+    queries = [
+        ("id = 250", lambda row: row["id"] == 250),
+        ("id = 350", lambda row: row["id"] == 350),
+        ("id = 4742", lambda row: row["id"] == 4742),
+        ("name = 'n3'", lambda row: row["name"] == "n3"),
+        ("id BETWEEN 240 AND 260", lambda row: 240 <= row["id"] <= 260),
+    ]
     root = str(tmp_path / "lake")
     os.makedirs(root)
     for number in range(4):
@@ -667,21 +681,68 @@ def test_an_older_file_of_the_same_shape_put_back_never_costs_rows(tmp_path, kin
             with open(path, "rb") as file:
                 written = file.read()
             for other in older.get(shape, []):
+                clear_cache()
+                index = lakeseek.open_index(root)
+                if warm:
+                    for where, _ in queries:
+                        index.read(where)
                 with open(path, "wb") as out:
                     out.write(other)
                 put_back += 1
-                clear_cache()  # or this process reads the file it read before
-                index = lakeseek.open_index(root)
-                for where, match in [
-                    ("id = 250", lambda row: row["id"] == 250),
-                    ("id = 350", lambda row: row["id"] == 350),
-                    ("id = 4742", lambda row: row["id"] == 4742),
-                    ("name = 'n3'", lambda row: row["name"] == "n3"),
-                ]:
+                for cache in CACHES.values():
+                    cache.clear()
+                for where, match in queries:
                     assert ids(index.read(where)) == ids([row for row in rows if match(row)]), (path, where)
             with open(path, "wb") as out:
                 out.write(written)
     assert put_back  # the test's premise: some older file has a new one's shape
+
+
+def _row_files_of_one_size(tmp_path) -> list[tuple[str, int, str, str]]:
+    """Covering indexes of lakes whose keys are shifted by one write row files of a few sizes:
+    per size shared, (one lake, its shift, its row file, the other lake's row file)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    by_size: dict[int, list[tuple[str, int, str]]] = {}
+    for shift in range(8):
+        root = str(tmp_path / f"lake-{shift}")
+        os.makedirs(root)
+        keys = [10 + shift + i % 50 for i in range(2000)]
+        pq.write_table(pa.table({"x": keys, "y": [f"v{x:03d}" for x in keys]}), f"{root}/part-0.parquet")
+        lakeseek.create_index(root, ["x"], kind="covering", engine="local", include=["y"])
+        (row_file,) = [path for path in _index_files_by_shape(root) if os.path.basename(path).startswith("rows-")]
+        by_size.setdefault(os.path.getsize(row_file), []).append((root, shift, row_file))
+    pairs = [(*same[0], same[1][2]) for same in by_size.values() if len(same) > 1]
+    assert pairs  # the tests' premise: 8 lakes, row files of fewer than 8 sizes
+    return pairs
+
+
+def test_a_row_file_of_another_lake_put_in_place_under_a_warm_handle_never_costs_rows(tmp_path):
+    """A handle that read a covering row file's footer decoded a row file of the same size put in
+    its place with that footer (found by a hunt on a warm service: `x = 1` answered no row)."""
+    from lakeseek.lru import CACHES
+
+    for root, shift, row_file, other in _row_files_of_one_size(tmp_path):
+        clear_cache()
+        index = lakeseek.open_index(root)
+        where = f"x = {10 + shift}"  # a key the other lake lacks
+        assert index.read(where, columns=["y"]).num_rows == 40
+        shutil.copyfile(other, row_file)
+        for cache in CACHES.values():
+            cache.clear()
+        assert index.read(where, columns=["y"]).num_rows == 40
+        assert index.read(f"x = {10 + shift} AND y = 'v{10 + shift:03d}'").num_rows == 40
+
+
+def test_a_covering_frame_over_a_row_file_of_another_lake_fails_rather_than_answers(tmp_path, spark):
+    """Spark reads row files without checking them against the root: covering_frame checks their
+    footers when it is made (the frame answered the other lake's rows)."""
+    root, _, row_file, other = _row_files_of_one_size(tmp_path)[0]
+    shutil.copyfile(other, row_file)
+    clear_cache()
+    with pytest.raises(lakeseek.IndexCorruptError, match=r"does not match the root|is damaged"):
+        lakeseek.spark.covering_frame(lakeseek.open_index(root), spark)
 
 
 def test_a_covering_frame_over_a_changed_row_file_fails_rather_than_answers(tmp_path, spark):

@@ -10,6 +10,12 @@ The crc32 also binds the root to the file: every index file's footer holds a ran
 (:func:`unique_footer`), so another file put in its place (an older file of the index, one
 of another lake) fails the check even where its content has the same shape, and an equal
 footer.
+
+A process keeps the footers it read and reads row groups later, decoding them with the footer
+it kept: a file put in place since would be decoded as if it were the one read. So a file read
+by row groups also holds its id in each row group (:class:`FileStamp`): a last column, the id
+in a dictionary page stored uncompressed, which a reader finds in the bytes it read for the row
+group (:func:`check_stamp`) without decoding it, at the cost of about 100 bytes per row group.
 """
 
 from __future__ import annotations
@@ -19,14 +25,19 @@ import uuid
 import zlib
 from collections.abc import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from lakeseek.exceptions import IndexCorruptError
 
 FOOTER_READ = 64 * 1024  # the tail read first for a footer (most fit)
 TRAILER = 8  # the footer's length (4 bytes, little-endian) and "PAR1"
 
 
 FILE_ID_KEY = "lakeseek.file"
+FILE_COLUMN = "__lakeseek_file"  # a stamped file's id on every row (FileStamp)
+_FILE_COLUMN_FIELD = pa.field(FILE_COLUMN, pa.dictionary(pa.int8(), pa.string()), nullable=False)
 
 
 def unique_footer() -> dict[str, str]:
@@ -34,13 +45,76 @@ def unique_footer() -> dict[str, str]:
     return {FILE_ID_KEY: uuid.uuid4().hex}
 
 
+class FileStamp:
+    """The id of an index file about to be written: in its footer (``footer``, the key-value
+    metadata to add) and in each of its row groups (``on`` each table written, ``options``
+    for the writer)."""
+
+    def __init__(self) -> None:
+        self.footer = unique_footer()
+        self._ids = pa.array([self.footer[FILE_ID_KEY]])
+
+    @staticmethod
+    def schema(schema: pa.Schema) -> pa.Schema:
+        return schema.append(_FILE_COLUMN_FIELD)
+
+    @staticmethod
+    def options(schema: pa.Schema, compression: str, use_dictionary: list[str] | None = None) -> dict:
+        """Writer options for a stamped ``schema``: ``compression`` for its columns, none for the
+        id (found in the bytes as written), which is dictionary-encoded."""
+        return {
+            "compression": {name: compression for name in schema.names} | {FILE_COLUMN: "none"},
+            "use_dictionary": [*(schema.names if use_dictionary is None else use_dictionary), FILE_COLUMN],
+        }
+
+    def on(self, table: pa.Table) -> pa.Table:
+        """``table`` with the file's id on every row."""
+        ids = pa.DictionaryArray.from_arrays(pa.array(np.zeros(table.num_rows, np.int8)), self._ids)
+        return table.append_column(_FILE_COLUMN_FIELD, ids)
+
+
+def stamp_chunk(footer: pq.FileMetaData, row_group: int) -> tuple[int, int]:
+    """Where the id column's chunk of ``row_group`` lies in a stamped file: [start, end)."""
+    chunk = footer.row_group(row_group).column(footer.num_columns - 1)
+    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    return start, start + chunk.total_compressed_size
+
+
+def is_stamped(footer: pq.FileMetaData) -> bool:
+    """Whether a footer is of a stamped file (its last column the id, its metadata the id)."""
+    last = footer.schema.column(footer.num_columns - 1)
+    return last.path == FILE_COLUMN and FILE_ID_KEY.encode() in (footer.metadata or {})
+
+
+def check_stamp(footer: pq.FileMetaData, row_group: int, start: int, data: bytes, path: str) -> None:
+    """IndexCorruptError unless ``data``, read from the stamped file ``path`` at ``start`` and
+    holding ``row_group``'s id chunk, holds the id of the file whose footer this is: a file put
+    in place since the footer was read would be decoded with it."""
+    low, high = stamp_chunk(footer, row_group)
+    if footer.metadata[FILE_ID_KEY.encode()] not in data[low - start : high - start]:
+        raise IndexCorruptError(
+            f"the index file {path} changed after its footer was read: another file was put in its place"
+        )
+
+
 def parquet_bytes(table: pa.Table, row_group_size: int | None = None, **options) -> bytes:
     """``table`` as a Parquet file with a footer of its own (:func:`unique_footer`);
     ``options`` are :class:`pyarrow.parquet.ParquetWriter`'s."""
+    return _written(table, row_group_size, unique_footer(), options)
+
+
+def stamped_parquet_bytes(table: pa.Table, row_group_size: int, compression: str) -> bytes:
+    """``table`` as a stamped Parquet file (:class:`FileStamp`), pages checksummed."""
+    stamp = FileStamp()
+    options = FileStamp.options(table.schema, compression)
+    return _written(stamp.on(table), row_group_size, stamp.footer, {**options, "write_page_checksum": True})
+
+
+def _written(table: pa.Table, row_group_size: int | None, footer: dict[str, str], options: dict) -> bytes:
     sink = pa.BufferOutputStream()
     with pq.ParquetWriter(sink, table.schema, **options) as writer:
         writer.write_table(table, row_group_size=row_group_size)
-        writer.add_key_value_metadata(unique_footer())
+        writer.add_key_value_metadata(footer)
     return sink.getvalue().to_pybytes()
 
 

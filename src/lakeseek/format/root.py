@@ -26,8 +26,8 @@ from lakeseek.io import Storage
 # 8: bloom filters hash keys with lakeseek.format.hashing (format byte 2), and the skipping kind.
 # 9: skipping sketch files have a row_group column (sketches per row group: config.row_groups),
 #    and skipping segments count their rows apart from their files.
-FORMAT_VERSION = 11
-READABLE_FORMAT_VERSIONS = (11,)
+FORMAT_VERSION = 12
+READABLE_FORMAT_VERSIONS = (12,)
 
 ACTIVE = "active"
 DELETED = "deleted"

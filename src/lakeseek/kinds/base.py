@@ -157,7 +157,9 @@ class KindReader(ABC):
     def row_files(self, column: str) -> tuple[list[str], tuple[str, ...]] | None:
         """Paths (in the index directory) of Parquet files holding the indexed files' rows,
         sorted by ``column``, with the lake columns every one of them carries (plus ``ROW_FILE``),
-        which another engine can scan instead of the lake; None where the kind carries no rows."""
+        which another engine can scan instead of the lake; None where the kind carries no rows.
+        The files are checked to be the ones the root names now (the engine does not check),
+        IndexCorruptError when one is not."""
         return None
 
     def problems(self) -> list[str]:

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakeseek.exceptions import IndexCorruptError, LakeseekError, UnsupportedColumnError
-from lakeseek.format.footers import footer_crc32, parquet_bytes
+from lakeseek.format.footers import footer_crc32, stamped_parquet_bytes
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import keys_of
 from lakeseek.io import Stamp, Storage
@@ -72,8 +72,7 @@ def merge_segments(
     tables = []
     for segment in segments:
         for row_file in segment.row_files:
-            path = f"{files.index_dir}/{row_file.path}"
-            table = read_row_file(storage, path, [*carried, ROW_KEY, ROW_FILE])
+            table = read_row_file(storage, files.index_dir, row_file, [*carried, ROW_KEY, ROW_FILE])
             gone = pa.array(sorted(removed), pa.int32())
             tables.append(table.filter(pc.invert(pc.is_in(table.column(ROW_FILE), value_set=gone))))
     try:  # segments written before a carried column widened hold the narrower type
@@ -88,11 +87,16 @@ def merge_segments(
     return write_segment(storage, files, first.column, carried, rows, chunk_rows)
 
 
-def read_row_file(storage: Storage, path: str, columns: list[str]) -> pa.Table:
-    """A row file whole, its pages' checksums checked: a damaged one fails the operation (a full
-    refresh rebuilds from the lake) instead of passing its damage on to the segment written."""
+def read_row_file(storage: Storage, index_dir: str, row_file: RowFile, columns: list[str]) -> pa.Table:
+    """A row file whole, checked to be the one the root names (its size and footer's crc32)
+    and its pages' checksums: a damaged one fails the operation (a full refresh rebuilds from
+    the lake) instead of passing its damage on to the segment written."""
+    path = f"{index_dir}/{row_file.path}"
     try:
-        return pq.read_table(io.BytesIO(storage.read(path)), columns=columns, page_checksum_verification=True)
+        data = storage.read(path)
+        if len(data) != row_file.size or footer_crc32(data) != row_file.footer_crc32:
+            raise IndexCorruptError(f"the covering index file {path} is not the one its index wrote")
+        return pq.read_table(io.BytesIO(data), columns=columns, page_checksum_verification=True)
     except FileNotFoundError as error:
         raise IndexCorruptError(f"the covering index file {path} is missing") from error
     except (OSError, pa.ArrowException) as error:
@@ -107,7 +111,7 @@ def write_segment(
     row_files = []
     for start in range(0, rows.num_rows, ROWS_PER_FILE):
         part = rows.slice(start, ROWS_PER_FILE)
-        data = parquet_bytes(part, chunk_rows, compression="zstd", write_page_checksum=True)
+        data = stamped_parquet_bytes(part, chunk_rows, "zstd")
         path = f"{files.data_dir}/rows-{uuid.uuid4().hex}.parquet"
         storage.write(f"{files.index_dir}/{path}", data)
         keys = part.column(ROW_KEY)

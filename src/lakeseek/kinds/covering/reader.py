@@ -22,7 +22,7 @@ from lakeseek.cost import Cost, Estimate, LakeSize
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.expressions.binding import value_type
 from lakeseek.expressions.like import like, like_prefix, prefix_successor
-from lakeseek.format.footers import read_checked_footer
+from lakeseek.format.footers import check_stamp, is_stamped, read_checked_footer
 from lakeseek.format.root import Root
 from lakeseek.format.values import sort_key
 from lakeseek.io import Storage
@@ -88,6 +88,9 @@ class CoveringReader(KindReader):
         segments = self.content.segments_of(column)
         # Segments built before a column was added to the index lack it.
         carried = [c for c in self.content.stored_columns if all(c in s.carried for s in segments)]
+        for segment in segments:
+            for row_file in segment.row_files:  # read again: this process may have read another file
+                self._checked_footer(row_file, self.content.key_types[column])
         return [row_file.path for s in segments for row_file in s.row_files], tuple(carried)
 
     def problems(self) -> list[str]:
@@ -131,13 +134,15 @@ class CoveringReader(KindReader):
         wanted = [*columns, ROW_KEY, ROW_FILE]
         # A nested column is several leaf chunks, named "column.field...".
         leaves = [footer.schema.column(i).path.split(".")[0] for i in range(footer.num_columns)]
-        positions = [i for i, leaf in enumerate(leaves) if leaf in wanted]
+        # The last column is the file's id (lakeseek.format.footers.FileStamp): read, not decoded.
+        positions = [i for i, leaf in enumerate(leaves) if leaf in wanted] + [footer.num_columns - 1]
         ranges = {}
         for group in groups:
             chunks = [footer.row_group(group).column(position) for position in positions]
             start = min(c.dictionary_page_offset or c.data_page_offset for c in chunks)
             end = max((c.dictionary_page_offset or c.data_page_offset) + c.total_compressed_size for c in chunks)
             ranges[start] = self._bytes(path, start, end - start)
+            check_stamp(footer, group, start, ranges[start], path)
         try:
             reader = pq.ParquetFile(
                 _Prefetched(ranges, row_file.size), metadata=footer, pre_buffer=False, page_checksum_verification=True
@@ -158,19 +163,24 @@ class CoveringReader(KindReader):
         with self._lock:
             known = self._footers.get(path)
         if known is None:
-            try:
-                known = read_checked_footer(
-                    lambda offset, length: self._bytes(path, offset, length), row_file.size, row_file.footer_crc32
-                )
-                keys = known.schema.to_arrow_schema().field(ROW_KEY).type
-            except (OSError, KeyError, pa.ArrowException) as error:
-                raise IndexCorruptError(f"the covering index file {path} is damaged ({error})") from error
-            # A whole row file of another column (or index) in its place reads, but is not this one.
-            if known.num_rows != row_file.rows or not keys.equals(key_type):
-                raise IndexCorruptError(f"the covering index file {path} does not match the root")
+            known = self._checked_footer(row_file, key_type)
             with self._lock:
                 self._footers[path] = known
         return known
+
+    def _checked_footer(self, row_file: RowFile, key_type: pa.DataType) -> pq.FileMetaData:
+        path = f"{self.index_dir}/{row_file.path}"
+        try:
+            footer = read_checked_footer(
+                lambda offset, length: self._bytes(path, offset, length), row_file.size, row_file.footer_crc32
+            )
+            keys = footer.schema.to_arrow_schema().field(ROW_KEY).type
+        except (OSError, KeyError, pa.ArrowException) as error:
+            raise IndexCorruptError(f"the covering index file {path} is damaged ({error})") from error
+        # A whole row file of another column (or index) in its place reads, but is not this one.
+        if footer.num_rows != row_file.rows or not keys.equals(key_type) or not is_stamped(footer):
+            raise IndexCorruptError(f"the covering index file {path} does not match the root")
+        return footer
 
 
 class _Test:

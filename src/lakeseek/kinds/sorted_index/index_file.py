@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from lakeseek.exceptions import IndexCorruptError
 from lakeseek.format import values
 from lakeseek.format.bloom import BloomFilter
-from lakeseek.format.footers import footer_crc32, unique_footer
+from lakeseek.format.footers import FileStamp, check_stamp, footer_crc32, is_stamped
 from lakeseek.format.sealed import index_path
 from lakeseek.format.values import KeyValue, sort_key
 from lakeseek.io import Storage
@@ -132,6 +132,7 @@ def write_index_file(
     if first_batch is None:
         return None
     schema = entry_schema(key_type, ROW_GROUP in first_batch.schema.names)
+    stamp = FileStamp()
     batches = itertools.chain([first_batch], batches)
     sink = pa.BufferOutputStream()
     writer: pq.ParquetWriter | None = None
@@ -145,14 +146,14 @@ def write_index_file(
     for chunk in _chunks(_deduplicated(batches, schema), chunk_rows):
         low, high = values.key_of(chunk.column(KEY)[0], key_type), values.key_of(chunk.column(KEY)[-1], key_type)
         if writer is None:
-            writer = pq.ParquetWriter(sink, schema, **_writer_options(key_type))
+            writer = pq.ParquetWriter(sink, FileStamp.schema(schema), **_writer_options(schema, key_type))
             first = low
         elif not sort_key(last) < sort_key(low) or sort_key(high) < sort_key(low):
             # Lookups bisect chunk ranges in Python's order; never write an index they would misread.
             raise ValueError(f"index entries are not sorted: chunk [{low!r}, {high!r}] after {last!r}")
         last = high
         chunk_ranges.append([values.encode(low, key_type), values.encode(high, key_type)])
-        writer.write_table(chunk, row_group_size=chunk.num_rows)
+        writer.write_table(stamp.on(chunk), row_group_size=chunk.num_rows)
         entries += chunk.num_rows
         file_ids.append(np.unique(chunk.column(FILE_ID).to_numpy()))
         distinct_keys += pc.count_distinct(chunk.column(KEY), mode="all").as_py()  # a key never spans chunks
@@ -160,7 +161,7 @@ def write_index_file(
             keys.append(pc.unique(chunk.column(KEY).combine_chunks()))
     if writer is None:
         return None
-    metadata = {CHUNKS_METADATA: json.dumps(chunk_ranges), **unique_footer()}
+    metadata = {CHUNKS_METADATA: json.dumps(chunk_ranges), **stamp.footer}
     if bloom:
         distinct = pa.concat_arrays(keys)
         metadata[BLOOM_METADATA] = base64.b64encode(BloomFilter.build(distinct).to_bytes()).decode()
@@ -185,15 +186,14 @@ def write_index_file(
     return data, info
 
 
-def _writer_options(key_type: pa.DataType) -> dict:
+def _writer_options(schema: pa.Schema, key_type: pa.DataType) -> dict:
     delta_encoding = None
     if pa.types.is_integer(key_type) or pa.types.is_date(key_type) or pa.types.is_timestamp(key_type):
         delta_encoding = "DELTA_BINARY_PACKED"  # sorted keys: deltas are small
     elif pa.types.is_string(key_type) or pa.types.is_binary(key_type):
         delta_encoding = "DELTA_BYTE_ARRAY"  # sorted keys share prefixes
     return {
-        "compression": "zstd",
-        "use_dictionary": [FILE_ID] if delta_encoding else [KEY, FILE_ID],
+        **FileStamp.options(schema, "zstd", [FILE_ID] if delta_encoding else [KEY, FILE_ID]),
         "column_encoding": {KEY: delta_encoding} if delta_encoding else None,
         "write_page_checksum": True,
         "write_statistics": True,
@@ -314,9 +314,10 @@ def read_footer(
         bloom = None if bloom_text is None else BloomFilter.from_bytes(base64.b64decode(bloom_text))
     except (pa.ArrowException, OSError, KeyError, ValueError, TypeError) as error:
         raise IndexCorruptError(f"index file {path} has an unreadable footer") from error
-    columns = entry_schema(key_type, row_groups).names
+    columns = FileStamp.schema(entry_schema(key_type, row_groups)).names
     described = (metadata.num_row_groups, metadata.num_rows, metadata.schema.names)
-    if len(ranges) != metadata.num_row_groups or described != (info.chunks, info.entries, columns):
+    consistent = len(ranges) == metadata.num_row_groups and described == (info.chunks, info.entries, columns)
+    if not consistent or not is_stamped(metadata):
         raise IndexCorruptError(f"index file {path} has a footer inconsistent with the index's root")
     return IndexFileFooter(
         metadata=metadata,
@@ -353,9 +354,10 @@ def _decoded_chunk(path: str, footer: IndexFileFooter, chunk: int, span: tuple[i
     # uninitialised buffer (untouched pages cost nothing) and decode from memory.
     buffer = pa.allocate_buffer(end)
     np.frombuffer(buffer, dtype=np.uint8)[start:end] = np.frombuffer(data, dtype=np.uint8)
+    check_stamp(footer.metadata, chunk, start, data, path)
     try:
         parquet = pq.ParquetFile(pa.BufferReader(buffer), metadata=footer.metadata, page_checksum_verification=True)
-        return parquet.read_row_group(chunk)
+        return parquet.read_row_group(chunk, columns=footer.metadata.schema.names[:-1])
     except (pa.ArrowException, OSError) as error:
         raise IndexCorruptError(f"index file {path} is corrupt: {error}") from error
 
@@ -372,4 +374,5 @@ def read_entries(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.
         table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
     except (pa.ArrowException, OSError) as error:
         raise IndexCorruptError(f"index file {path} is corrupt: {error}") from error
-    return table.cast(entry_schema(key_type, ROW_GROUP in table.column_names))
+    schema = entry_schema(key_type, ROW_GROUP in table.column_names)
+    return table.select(schema.names).cast(schema)
