@@ -261,10 +261,14 @@ def test_an_iceberg_table_through_its_catalog(iceberg, catalog_config):
         lakeseek.open_lake(uri, source_format="delta")
 
 
-def test_a_hadoop_table_is_read_past_a_version_hint_left_behind(iceberg):
+@pytest.mark.parametrize(
+    "hint", [None, b"abc", b"", b"\xff\xfe", "²".encode()], ids=["behind", "word", "empty", "bytes", "superscript"]
+)
+def test_a_hadoop_table_is_read_past_a_version_hint_left_behind_or_garbled(iceberg, hint):
     """A writer writes ``v<N+1>.metadata.json``, then moves ``version-hint.text``; a crash or a
     reader between sees the hint behind. Iceberg's Hadoop tables read on past it; lakeseek read
-    the hinted version (a row deleted since was answered)."""
+    the hinted version (a row deleted since was answered). A hint that is not a number makes
+    them list the metadata files; lakeseek said "no metadata file"."""
     table = iceberg.load_table("ns.events")
     location = table.location().removeprefix("file://")
     metadata = f"{location}/metadata"
@@ -272,8 +276,8 @@ def test_a_hadoop_table_is_read_past_a_version_hint_left_behind(iceberg):
     for name in numbered:  # the catalog's names as a Hadoop table names them
         os.rename(f"{metadata}/{name}", f"{metadata}/v{int(name.split('-')[0]) + 1}.metadata.json")
     newest = len(numbered)
-    with open(f"{metadata}/version-hint.text", "w") as hint:
-        hint.write(str(newest - 2))  # two versions behind: an append and a delete ago
+    with open(f"{metadata}/version-hint.text", "wb") as out:
+        out.write(str(newest - 2).encode() if hint is None else hint)  # behind: an append and a delete ago
     index = lakeseek.create_index(location, ["id", "name"], engine="local")
     assert index.root.source_version == f"v{newest}.metadata.json"
     _assert_exact(index, table.scan().to_arrow())

@@ -116,9 +116,12 @@ class IcebergSource(LakeSource):
             inside = f"{self.storage.uri(f'{self.root}/{METADATA}')}/"
             return current[len(inside) :] if current.startswith(inside) else current
         try:
-            hint = self.storage.read(f"{self.root}/{METADATA}/{HINT}").decode().strip()
-            names = [self._past_the_hint(int(hint))] if hint.isdigit() else []
+            hint = self.storage.read(f"{self.root}/{METADATA}/{HINT}").decode(errors="replace").strip()
         except FileNotFoundError:
+            hint = ""
+        if hint.isascii() and hint.isdigit():
+            names = [self._past_the_hint(int(hint))]
+        else:  # no hint, or not a number: Iceberg's Hadoop tables then list their metadata files
             start = _listing_start(known)
             start = None if start is None else f"{self.root}/{METADATA}/{start}"
             names = [status.path.rsplit("/", 1)[-1] for status in _metadata_files(self.storage, self.root, start)]
