@@ -17,6 +17,7 @@ import pytest
 
 import lakeseek
 from lakeseek.exceptions import IndexNotFoundError
+from lakeseek.operations.names import is_temporary
 from tests.lakes import data_files, object_store_filesystem
 from tests.lifecycle import LakeChanger, assert_exact
 
@@ -78,6 +79,9 @@ def _assert_recovers(lake: str, rng: random.Random) -> None:
     index = lakeseek.open_index(lake)
     index_dir = f"{lake}/_lakeseek/default"
     on_disk = {os.path.relpath(os.path.join(d, n), index_dir) for d, _, names in os.walk(index_dir) for n in names}
+    # A kill during an atomic write (a lease's, a log entry's) leaves its temporary file, which
+    # vacuum keeps for an hour: it cannot tell it from a write under way.
+    on_disk = {path for path in on_disk if not is_temporary(path)}
     assert on_disk == index.root.referenced_paths() | {f"log/{index.version:020d}.json"}
 
 
