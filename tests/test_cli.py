@@ -368,11 +368,30 @@ def test_control_characters_in_a_table_are_shown_escaped(tmp_path):
 
     lake = tmp_path / "lake"
     lake.mkdir()
-    value = "\x1b[31mred\x1b[0m\nline\x9b"
+    value = "\x1b[31mred\x1b[0m\nline\x9b\u2028\u202eevil"
     pq.write_table(pa.table({"id": [1], "s\x1b": [value]}), lake / "part.parquet")
     assert _run("create", str(lake), "--columns", "id", "--engine", "local").exit_code == 0
     table = _run("query", str(lake), "--where", "id = 1")
-    assert table.exit_code == 0 and "\\x1b[31mred\\x1b[0m\\nline\\x9b" in table.stdout and "s\\x1b" in table.stdout
-    assert not any(character in table.stdout for character in "\x1b\x9b")
+    shown = "\\x1b[31mred\\x1b[0m\\nline\\x9b\\u2028\\u202eevil"
+    assert table.exit_code == 0 and shown in table.stdout and "s\\x1b" in table.stdout
+    assert not any(character in table.stdout for character in "\x1b\x9b\u2028\u202e")
     as_json = _run("query", str(lake), "--where", "id = 1", "--format", "json")
     assert json.loads(as_json.stdout)["s\x1b"] == value
+
+
+def test_files_prints_a_path_holding_a_line_break_escaped_or_nul_ended(tmp_path):
+    """A file name holding a line break split its path over two lines of `files`, which prints
+    one path per line; ESC in it steered the terminal. --null prints paths as they are."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    names = ["a\nb.parquet", "c\x1b[2J.parquet", "plain.parquet"]
+    for number, name in enumerate(names):
+        pq.write_table(pa.table({"id": [number]}), lake / name)
+    assert _run("create", str(lake), "--columns", "id", "--engine", "local").exit_code == 0
+    lines = _run("files", str(lake), "--where", "id >= 0").stdout.splitlines()
+    assert sorted(os.path.basename(line) for line in lines) == ["a\\nb.parquet", "c\\x1b[2J.parquet", "plain.parquet"]
+    ended = _run("files", str(lake), "--where", "id >= 0", "--null").stdout
+    assert ended.endswith("\0") and sorted(os.path.basename(p) for p in ended[:-1].split("\0")) == sorted(names)

@@ -7,6 +7,7 @@ as raw bytes (not UTF-8 ones included), as a shell would pass them.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -74,6 +75,19 @@ def test_deep_predicate_through_the_command_line(typed_lake):
 )
 def test_bytes_that_are_not_utf8_in_a_predicate(typed_lake, where, words):
     _assert_one_line_error(_lakeseek("query", typed_lake, "--where", where), words)
+
+
+@pytest.mark.parametrize(
+    ("where", "words"),
+    [
+        ("name = 1.50", "the decimal literal 1.50 does not fit it"),  # was Decimal('1.50')
+        ("day = 2.5", "the decimal literal 2.5 does not fit it"),
+        ("name = X'0A'", "the hex literal '0a' does not fit it"),
+    ],
+)
+def test_a_literal_that_does_not_fit_is_shown_as_written(index, where, words):
+    with pytest.raises(lakeseek.PredicateTypeError, match=re.escape(words)):
+        index.files(where)
 
 
 def test_a_source_that_is_not_utf8(tmp_path):

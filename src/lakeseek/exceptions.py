@@ -9,8 +9,12 @@ from __future__ import annotations
 
 # Control characters as Python escapes them: a column name or a literal holding a line break
 # would break a message over lines (the CLI showed the first, cut in the middle of a name), and
-# an ESC in a value shown in a table would steer the terminal.
-CONTROL_ESCAPES = {code: repr(chr(code))[1:-1] for code in (*range(32), *range(127, 160))}
+# an ESC in a value shown in a table would steer the terminal. The Unicode line and paragraph
+# separators break lines too, and its direction controls reorder the text shown after them.
+_BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+CONTROL_ESCAPES = {
+    code: repr(chr(code))[1:-1] for code in (*range(32), *range(127, 160), 0x2028, 0x2029, *_BIDI_CONTROLS)
+}
 
 
 class LakeseekError(Exception):
@@ -34,6 +38,12 @@ class IndexAlreadyExistsError(LakeseekError):
 
 class CommitFailedError(LakeseekError):
     """Another writer committed the same log version first."""
+
+
+class CommitOutcomeUnknownError(LakeseekError):
+    """A commit's put got no answer and its place holds no entry yet: it may still be made (a
+    slow store finishing the write), so the operation keeps its files (vacuum removes them if
+    no version ever references them)."""
 
 
 class OperationCancelledError(LakeseekError):

@@ -30,7 +30,7 @@ from lakeseek.cli.output import (
     write_csv,
 )
 from lakeseek.cost import human_size
-from lakeseek.exceptions import IndexLogUnreadableError, LakeseekError
+from lakeseek.exceptions import CONTROL_ESCAPES, IndexLogUnreadableError, LakeseekError
 from lakeseek.format.root import UNREADABLE
 from lakeseek.index import Index, IndexStatus, open_index
 from lakeseek.indexes import IndexSet, open_indexes
@@ -200,13 +200,22 @@ def explain(
 @where_option
 @index_option
 @query_name_option
+@click.option(
+    "--null",
+    "-0",
+    "null_ended",
+    is_flag=True,
+    help="End each path with NUL instead of a line break, and print it as it is (for xargs -0).",
+)
 @handled
-def files(lake: LakeSource, where: str, index_dir: str | None, name: str | None) -> None:
-    """Print the data files that may hold rows matching --where, one per line."""
+def files(lake: LakeSource, where: str, index_dir: str | None, name: str | None, null_ended: bool) -> None:
+    """Print the data files that may hold rows matching --where, one per line (a control
+    character in a path printed as an escape, as Python writes it)."""
     index = _queried(lake, index_dir, name)
     plan = index.plan(where)
     for path in plan.files:
-        sys.stdout.write(index.lake.shown(path) + "\n")
+        shown = index.lake.shown(path)
+        sys.stdout.write(shown + "\0" if null_ended else shown.translate(CONTROL_ESCAPES) + "\n")
     note_plan(plan)
 
 

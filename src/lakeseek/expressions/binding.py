@@ -243,10 +243,9 @@ def _string_literal(text: str, target: pa.DataType, column: str, column_type: pa
 
 
 def _mismatch(literal: Literal, column_type: pa.DataType, column: str) -> PredicateTypeError:
-    shown = literal.value.hex() if isinstance(literal.value, bytes) else literal.value
-    return PredicateTypeError(
-        f"column '{column}' is {column_type}; the {literal.kind} literal {shown!r} does not fit it"
-    )
+    value = literal.value
+    shown = repr(value.hex()) if isinstance(value, bytes) else str(value) if isinstance(value, Decimal) else repr(value)
+    return PredicateTypeError(f"column '{column}' is {column_type}; the {literal.kind} literal {shown} does not fit it")
 
 
 def _as_float(value: object, float_type: pa.DataType) -> float:
