@@ -107,3 +107,77 @@ def test_the_log_says_what_each_version_changed(lake_copy):
         entries[2].version,
         entries[3].version,
     ]
+
+
+def _small_lake(tmp_path) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "lake"
+    root.mkdir()
+    for number in range(3):
+        pq.write_table(pa.table({"id": list(range(number * 100, number * 100 + 100))}), root / f"p{number}.parquet")
+    return str(root)
+
+
+def _log_puts_answer(monkeypatch, answer: str, writes: bool = True) -> None:
+    """Log entries' puts that reach the store but whose answer is lost: a retry finds the entry
+    there ("exists"), or no answer comes at all ("timeout")."""
+    from lakeseek.io.local import LocalStorage
+
+    put = LocalStorage.put_if_absent
+
+    def lossy(self, path, data, owner=""):
+        if "/log/" not in path:
+            return put(self, path, data, owner)
+        if writes:
+            put(self, path, data, owner)
+        raise FileExistsError(path) if answer == "exists" else TimeoutError("the store did not answer in 30 s")
+
+    monkeypatch.setattr(LocalStorage, "put_if_absent", lossy)
+
+
+@pytest.mark.parametrize("answer", ["exists", "timeout"])
+def test_a_commit_whose_answer_was_lost_is_the_operations_and_keeps_its_files(tmp_path, monkeypatch, answer):
+    """Found by a hunt with a proxy before moto and Azurite: the store wrote the log entry and
+    the answer was lost (a retry then said the entry exists) or never came. The operation said
+    another writer won ("already deleted", a timeout), deleted the files its entry references,
+    and left that version committed and damaged; a refresh committed its entry twice."""
+    import pyarrow as pa
+
+    from lakeseek import layout
+
+    lake = _small_lake(tmp_path)
+    layout_rows = pa.table({"x": list(range(50))})
+    _log_puts_answer(monkeypatch, answer)
+    lakeseek.create_index(lake, ["id"], engine="local")
+    lakeseek.refresh_index(lake, "full", engine="local")
+    lakeseek.delete_index(lake)
+    lakeseek.restore_index(lake)
+    layout.write(layout_rows, f"{tmp_path}/otree", ["x"])
+    monkeypatch.undo()
+    index = lakeseek.open_index(lake)
+    assert [entry.version for entry in index.history()] == [0, 1, 2, 3]
+    assert index.status().problems == [] and index.plan("id = 150").index_used
+    assert index.read("id = 150").num_rows == 1
+    assert layout.read(f"{tmp_path}/otree").num_rows == layout_rows.num_rows
+
+
+def test_a_commit_that_got_no_answer_and_is_not_there_keeps_the_operations_files(tmp_path, monkeypatch):
+    """An empty place after no answer: the put may still land, so the files its entry would
+    reference are kept (vacuum takes them if it never does), and the error says so."""
+    lake = _small_lake(tmp_path)
+    lakeseek.create_index(lake, ["id"], engine="local")
+    written_before = set(_index_files(lake))
+    _log_puts_answer(monkeypatch, "timeout", writes=False)
+    with pytest.raises(lakeseek.CommitOutcomeUnknownError, match=r"got no answer .* its files are kept"):
+        lakeseek.refresh_index(lake, "full", engine="local")
+    monkeypatch.undo()
+    assert set(_index_files(lake)) > written_before
+    lakeseek.vacuum_index(lake, retention_hours=0)
+    assert set(_index_files(lake)) == written_before
+
+
+def _index_files(lake: str) -> list[str]:
+    home = f"{lake}/_lakeseek/default/data"
+    return [os.path.join(d, name) for d, _, names in os.walk(home) for name in names]

@@ -12,6 +12,7 @@ from lakeseek import layout  # noqa: F401 (registers the OTree lake source)
 from lakeseek.commits.log import LogEntry
 from lakeseek.exceptions import (
     CommitFailedError,
+    CommitOutcomeUnknownError,
     DataFileChangedError,
     DataFileError,
     IncompatibleSchemaError,
@@ -59,6 +60,7 @@ __version__ = "0.2.0"
 __all__ = [
     "ColumnStatus",
     "CommitFailedError",
+    "CommitOutcomeUnknownError",
     "DataFileChangedError",
     "DataFileError",
     "Explanation",

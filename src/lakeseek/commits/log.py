@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from lakeseek.exceptions import (
     CommitFailedError,
+    CommitOutcomeUnknownError,
     IndexCorruptError,
     IndexLogUnreadableError,
     IndexNotFoundError,
@@ -25,7 +26,7 @@ from lakeseek.exceptions import (
 )
 from lakeseek.format.actions import Action
 from lakeseek.format.root import Root
-from lakeseek.io import FileStatus, Storage
+from lakeseek.io import FileStatus, Storage, storage_failures
 from lakeseek.kinds import decode_content
 
 LOG_DIR = "log"
@@ -191,18 +192,51 @@ class IndexLog:
         """Commit ``root`` (made by ``actions``) as its version, or raise CommitFailedError if
         that version exists."""
         body = {**root.to_json(), "actions": [action.describe() for action in actions]}
-        try:
-            self.storage.put_if_absent(self.entry_path(root.version), encode_entry(body), owner)
-        except FileExistsError as error:
-            path = self.entry_path(root.version)
-            # A directory holds its name (no writer's entry). An entry gone since was another
-            # writer's, which a vacuum has removed as older than the versions it keeps.
-            if self.storage.is_dir(path):
-                raise IndexCorruptError(
-                    f"index log entry {path} is a directory: it holds version {root.version}'s "
-                    "place, so no commit can be made; remove it, then run the operation again"
-                ) from error
-            raise CommitFailedError(f"another writer committed index version {root.version} first") from error
+        path = self.entry_path(root.version)
+        if create_entry(self.storage, path, encode_entry(body), owner):
+            return
+        # A directory holds its name (no writer's entry). An entry gone since was another
+        # writer's, which a vacuum has removed as older than the versions it keeps.
+        if self.storage.is_dir(path):
+            raise IndexCorruptError(
+                f"index log entry {path} is a directory: it holds version {root.version}'s "
+                "place, so no commit can be made; remove it, then run the operation again"
+            )
+        raise CommitFailedError(f"another writer committed index version {root.version} first")
+
+
+def create_entry(storage: Storage, path: str, data: bytes, owner: str = "") -> bool:
+    """Create a log entry with put-if-absent: True once ``path`` holds ``data``, False when
+    another writer's entry holds it. A put whose answer was lost is judged by what the place
+    holds: a store that wrote the entry and answered a retry "exists" made this commit, and one
+    that never answered made it if the entry is there, while an empty place may still be
+    filled by the put (CommitOutcomeUnknownError). Entries are never equal across commits:
+    each holds its commit's time and operation."""
+    try:
+        storage.put_if_absent(path, data, owner)
+        return True
+    except FileExistsError:
+        return _holds(storage, path) == data
+    except storage_failures() as error:
+        held = _holds(storage, path)
+        if held is None:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise CommitOutcomeUnknownError(
+                f"the commit of log entry {storage.shown(path)} got no answer ({reason}), and whether it was "
+                "made is not known yet: its files are kept; see `lakeseek history`, and run the operation "
+                "again if it is not there"
+            ) from error
+        return held == data
+
+
+def _holds(storage: Storage, path: str) -> bytes | None:
+    """What the log entry at ``path`` holds now; None when nothing (or it cannot be read)."""
+    try:
+        return storage.read(path)
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    except storage_failures():
+        return None
 
 
 def encode_entry(body: dict) -> bytes:

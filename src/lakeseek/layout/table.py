@@ -19,7 +19,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakeseek.commits.log import decode_entry, encode_entry, is_entry_name
+from lakeseek.commits.log import create_entry, decode_entry, encode_entry, is_entry_name
 from lakeseek.exceptions import CommitFailedError, IndexCorruptError, LakeNotFoundError, LayoutCorruptError
 from lakeseek.format import values
 from lakeseek.io import FileStatus, Storage
@@ -229,10 +229,8 @@ class LayoutLog:
 
     def commit(self, state: LayoutState) -> None:
         """Create ``state``'s entry, or CommitFailedError when another writer took its version."""
-        try:
-            self.storage.put_if_absent(self.entry_path(state.version), encode_entry(state.to_json()))
-        except FileExistsError as error:
-            raise CommitFailedError(f"another writer committed layout version {state.version} first") from error
+        if not create_entry(self.storage, self.entry_path(state.version), encode_entry(state.to_json())):
+            raise CommitFailedError(f"another writer committed layout version {state.version} first")
 
 
 # An entry's first bytes hold the checksum of its body (see lakeseek.commits.log.encode_entry).

@@ -27,7 +27,13 @@ from lakeseek.commits.leases import COMMIT_MARGIN_MS, Lease, Leases
 from lakeseek.commits.log import IndexLog
 from lakeseek.commits.transaction import DEFAULT_COMMIT_TRIES, Prepare, commit
 from lakeseek.engine.runner import Runner
-from lakeseek.exceptions import IndexNotFoundError, LakeseekError, OperationCancelledError, UnsupportedColumnError
+from lakeseek.exceptions import (
+    CommitOutcomeUnknownError,
+    IndexNotFoundError,
+    LakeseekError,
+    OperationCancelledError,
+    UnsupportedColumnError,
+)
 from lakeseek.format.actions import Requirement, StateIs
 from lakeseek.format.lineage import Lineage, write_lineage
 from lakeseek.format.root import ACTIVE, LineagePart, Root
@@ -119,9 +125,11 @@ def operation(location: Location, name: str, commit_tries: int = DEFAULT_COMMIT_
     op = Operation(location, name, commit_tries)
     recover(location)
     op.lease = op.leases.acquire(op.id, name)
+    undecided = False
     try:
         yield op
-    except OperationCancelledError:
+    except (OperationCancelledError, CommitOutcomeUnknownError) as error:
+        undecided = isinstance(error, CommitOutcomeUnknownError)  # its entry may land yet
         raise
     except Exception as error:
         # A cancel deletes what the operation wrote, which it may have been reading (a spill file).
@@ -130,7 +138,8 @@ def operation(location: Location, name: str, commit_tries: int = DEFAULT_COMMIT_
         raise
     finally:
         # Only this operation's commit can reference its files: no need to read the log.
-        discard(location, op.id, referenced=op.committed.referenced_paths() if op.committed else set())
+        if not undecided:
+            discard(location, op.id, referenced=op.committed.referenced_paths() if op.committed else set())
         op.leases.release(op.id)
 
 
