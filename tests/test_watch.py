@@ -96,6 +96,58 @@ def test_files_written_through_another_path_are_listed_on_every_query(lake, tmp_
     _exact(index, lake)
 
 
+def test_a_hard_link_made_after_the_listing_and_written_through_is_seen(lake, tmp_path):
+    """Found by a hunt on a warm service: a link made outside the lake after the listing, and an
+    in-place write through it, raised no event on the lake's directories; the service answered
+    from the old listing for good. A file is watched by its inode now."""
+    index = lakeseek.open_index(lake)
+    _exact(index, lake)
+    target = f"{lake}/region=east/part-2.parquet"
+    os.link(target, f"{tmp_path}/outside.parquet")
+    write_file(f"{tmp_path}/new.parquet", typed_rows(random.Random(2), 140, 100))  # ids 140..239
+    with open(f"{tmp_path}/new.parquet", "rb") as source, open(f"{tmp_path}/outside.parquet", "r+b") as out:
+        out.write(source.read())
+        out.truncate()
+    _exact(index, lake)
+
+
+def test_a_change_the_watch_missed_is_read_right_and_the_lake_listed_again(lake, tmp_path, monkeypatch):
+    """A change the kernel raises no event for (a blind spot, here a watch made blind) leaves
+    the watched listing with a file's old stamp, and a read of the file finds it changed. The
+    read ran again on the same listing and failed every time (found by a hunt on a warm service:
+    "changed while it was read: run it again", for good); now the watch that missed a change
+    is dropped, and the lake listed on every query."""
+    from lakeseek.io import watch
+
+    monkeypatch.setattr(watch._Watcher, "changed", lambda self, key: False)
+    index = lakeseek.open_index(lake)
+    _exact(index, lake)
+    target = f"{lake}/region=east/part-1.parquet"
+    write_file(f"{tmp_path}/new.parquet", typed_rows(random.Random(5), 9400, 10))
+    shutil.copyfile(f"{tmp_path}/new.parquet", target)
+    assert ids(index.read("id = 150")) == []  # the index sends the read to the changed file
+    _exact(index, lake)
+    assert _listings(index) == 1  # listed on every query from now on
+
+
+def test_a_file_system_mounted_in_the_lake_after_the_listing_is_seen(lake):
+    """Found by a hunt on a warm service: mount(2) raises no inotify event, so a file system
+    mounted over a directory of the lake went unseen (its files' rows left out for good)."""
+    import subprocess
+
+    index = lakeseek.open_index(lake)
+    _exact(index, lake)
+    directory = f"{lake}/region=east"
+    if subprocess.run(["mount", "-t", "tmpfs", "lakeseek-test", directory], capture_output=True).returncode:
+        pytest.skip("mounting a file system needs root")
+    try:
+        write_file(f"{directory}/part-0.parquet", typed_rows(random.Random(1), 9000, 20))
+        assert ids(index.read("id = 9005")) == [9005]  # in no file the index knows: none is read
+        _exact(index, lake)
+    finally:
+        subprocess.run(["umount", directory], check=True)
+
+
 def test_a_lake_moved_away_and_back_is_listed_again(lake, tmp_path):
     index = lakeseek.open_index(lake)
     index.files("id = 5")

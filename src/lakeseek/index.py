@@ -506,6 +506,7 @@ class Index:
         again, as after a read found a file of it removed or changed (docs/freshness.md)."""
         self._pinned = Once()
         self._taken = None
+        self.lake.storage.forget_listing(self.lake.root)
 
     def lake_state(self) -> LakeState:
         """The lake now compared with what the index covers."""

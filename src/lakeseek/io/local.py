@@ -83,6 +83,25 @@ class LocalStorage(Storage):
                 self._listings[key] = (watch, found, identity)
             return found or {}
 
+    def forget_listing(self, directory: str) -> None:
+        """See :meth:`Storage.forget_listing`. A watch that saw no change since the listing a read
+        found wrong missed one (a write it cannot see): the tree is listed on every query from
+        now on. One that saw it only lists again."""
+        with self._watch_lock:
+            keys = [key for key in self._listings if key[0] == directory]
+        for key in keys:
+            with self._tree_locks[key]:
+                known = self._listings.get(key)
+                if known is None or known is _UNWATCHABLE:
+                    continue
+                watch = known[0]
+                missed = not watch.changed()
+                watch.close()
+                if missed:
+                    self._listings[key] = _UNWATCHABLE
+                else:
+                    self._listings.pop(key)
+
     def _walk(
         self, directory: str, skip_dir: Callable[[str], bool], skip_file: Callable[[str], bool], watch: TreeWatch | None
     ) -> dict[str, Stamp] | None:
@@ -107,12 +126,16 @@ class LocalStorage(Storage):
                 watch.add(f"{directory}/{prefix}")
             for name, info, linked in _scan(f"{directory}/{prefix}", skipped):
                 mode = info.st_mode
-                if watch is not None and (linked or (is_file(mode) and info.st_nlink > 1)):
-                    watch.give_up()  # written through a path no watch covers
+                # A symlink is written through a path no watch covers; a file system mounted
+                # in the lake raises its events on itself (one of other machines, none here).
+                if watch is not None and (linked or info.st_dev != top.st_dev):
+                    watch.give_up()
                     watch = None
                 if is_file(mode):
                     if not skip_file(name):
                         found[prefix + name] = Stamp(info.st_size, info.st_mtime_ns, local_version(info))
+                        if watch is not None:  # by its inode: a write through any name of it
+                            watch.add(f"{directory}/{prefix}{name}")
                 elif is_dir(mode) and (info.st_dev, info.st_ino) not in ancestors and not skip_dir(name):
                     pending.append((f"{prefix}{name}/", ancestors | {(info.st_dev, info.st_ino)}))
         return found

@@ -215,6 +215,10 @@ class Storage:
         )
         return visible_files(listed, skip_dir, skip_file)
 
+    def forget_listing(self, directory: str) -> None:
+        """A read found a file below ``directory`` changed since :meth:`walk_files` listed it:
+        a listing the backend keeps of it (a watched local tree) is not to be given again."""
+
     def stamp(self, path: str) -> Stamp | None:
         """One file's stamp now, as :meth:`walk_files` gives it (None: no such file). This
         implementation asks :meth:`walk_files` for the file's directory, so that a backend's

@@ -1,14 +1,18 @@
 """Change notification for local directory trees (Linux inotify), so that a lake that has not
 changed since its last listing need not be listed again.
 
-A :class:`TreeWatch` watches every directory of a listing. The kernel queues an event when a
-write, truncate, rename, create, delete or attribute change completes under a watched
-directory, before the call that made it returns; so once the queue holds no event for a tree,
-the tree is as its last listing saw it, and that listing is exact. What inotify cannot see
-makes the watch give up, and every query lists again: file systems where other machines write
-(NFS, SMB, FUSE...: only local file systems are watched), files reached through a symlink or
-with a second hard link (written through a path no watch covers), and running out of watches.
-An overflowing queue only costs every tree one more listing.
+A :class:`TreeWatch` watches every directory of a listing and every file in it. The kernel
+queues an event when a write, truncate, rename, create, delete or attribute change completes
+under a watched directory, or to a watched file by any of its names (a watch is on the inode:
+a hard link made later, and writes through it, raise events), before the call that made it
+returns; so once the queue holds no event for a tree, the tree is as its last listing saw it,
+and that listing is exact. A file system mounted in the tree raises no event there: every tree
+counts as changed when the process's mount table does (``/proc/self/mountinfo`` polls ready),
+and a tree with a directory on another file system than its root is not watched. What inotify
+cannot see makes the watch give up, and every query lists again: file systems where other
+machines write (NFS, SMB, FUSE...: only local file systems are watched), files reached through
+a symlink, and running out of watches. An overflowing queue only costs every tree one more
+listing.
 
 The process has one inotify instance (the kernel allows a user 128 of them), shared by up to
 ``MAX_TREES`` trees; the one used least recently is unwatched to make room for another.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import struct
 import sys
 import threading
@@ -63,16 +68,17 @@ class _Watcher:
         self.pid = os.getpid()  # a forked child must not read its parent's events
         self.lock = threading.Lock()
         self.trees: OrderedDict[Hashable, _Tree] = OrderedDict()
-        self.owners: dict[int, set[Hashable]] = {}  # a watch (one per directory) -> its trees
+        self.owners: dict[int, set[Hashable]] = {}  # a watch (a directory's, a file's) -> its trees
+        self.mounts = _MountTable()
 
-    def add(self, key: Hashable, directory: str) -> None:
+    def add(self, key: Hashable, path: str) -> None:
         with self.lock:
             tree = self.trees.get(key)
             if tree is None or not tree.usable or self.pid != os.getpid():
                 if tree is not None:
                     tree.usable = False
                 return
-            watch = _libc().inotify_add_watch(self.fd, os.fsencode(directory), _MASK)
+            watch = _libc().inotify_add_watch(self.fd, os.fsencode(path), _MASK)
             if watch < 0:
                 tree.usable = False
                 return
@@ -84,6 +90,9 @@ class _Watcher:
             return True
         with self.lock:
             self._read_events()
+            if self.mounts.changed():
+                for tree in self.trees.values():
+                    tree.changed = True
             tree = self.trees.get(key)
             if tree is None:
                 return True
@@ -143,6 +152,30 @@ class _Watcher:
                         self.trees[key].watches.discard(watch)
 
 
+class _MountTable:
+    """Whether the process's mount table changed since the last call (the kernel makes
+    ``/proc/self/mountinfo`` poll ready when it does, until it is read again); always, where
+    that cannot be told."""
+
+    def __init__(self) -> None:
+        try:
+            self._file = open("/proc/self/mountinfo", "rb")  # noqa: SIM115  (kept open: polled)
+            self._file.read()
+            self._poll = select.poll()
+            self._poll.register(self._file, select.POLLPRI | select.POLLERR)
+        except OSError:
+            self._file = None
+
+    def changed(self) -> bool:
+        if self._file is None:
+            return True
+        if not self._poll.poll(0):
+            return False
+        self._file.seek(0)
+        self._file.read()
+        return True
+
+
 class TreeWatch:
     """The watches of one directory tree (see the module's text)."""
 
@@ -155,9 +188,10 @@ class TreeWatch:
     def usable(self) -> bool:
         return self._watcher.usable(self._key)
 
-    def add(self, directory: str) -> None:
-        """Watch ``directory`` (before it is listed, so that a change after the listing is seen)."""
-        self._watcher.add(self._key, directory)
+    def add(self, path: str) -> None:
+        """Watch a directory (before it is listed, so that a change after the listing is seen),
+        or a file (its inode, whatever its names)."""
+        self._watcher.add(self._key, path)
 
     def give_up(self) -> None:
         """Something in the tree is out of the watches' sight: list it on every query."""
