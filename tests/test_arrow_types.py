@@ -138,3 +138,55 @@ def test_types_only_the_arrow_schema_names_are_read_as_spark_reads_their_parquet
     with pytest.raises(lakeseek.UnsupportedLakeError, match="Spark cannot read the lake's columns") as raised:
         to_spark(index, spark, "id = 1")
     assert len(str(raised.value).splitlines()) == 1
+
+
+def test_a_value_the_lakes_type_cannot_hold_is_a_one_line_error_for_every_kind(tmp_path):
+    """A nanosecond column in one file and an INT96 one holding 9999-12-31 in another merge as
+    nanoseconds, which cannot hold that day (found by a types hunt): the covering kind's build
+    and every query raised pyarrow's ArrowInvalid (a traceback in the command line)."""
+    root = tmp_path / "lake"
+    root.mkdir()
+    nanos = pa.array([1_704_164_645_123_456_789], pa.timestamp("ns", tz="UTC"))
+    pq.write_table(pa.table({"id": [1], "t": nanos}), root / "a.parquet")
+    last_day = pa.array([253_402_300_799_000_000], pa.timestamp("us", tz="UTC"))
+    pq.write_table(pa.table({"id": [2], "t": last_day}), root / "c.parquet", use_deprecated_int96_timestamps=True)
+    for kind in ("sorted", "skipping", "cuckoo", "covering"):
+        options = {"include": ["id"]} if kind == "covering" else {}
+        with pytest.raises(lakeseek.IncompatibleSchemaError, match=r"c\.parquet"):
+            lakeseek.create_index(str(root), ["t"], kind=kind, name=kind, engine="local", **options)
+    index = lakeseek.create_index(str(root), ["id"], name="by_id", engine="local")
+    with pytest.raises(lakeseek.IncompatibleSchemaError, match="cannot hold"):
+        index.read("id >= 1")
+
+
+@pytest.mark.parametrize("kind", ["sorted", "skipping", "cuckoo", "covering"])
+def test_days_beyond_pythons_years_are_indexed_and_two_bounds_on_them_merge(tmp_path, kind):
+    """Found by a types hunt: the skipping kind's build (and what-if estimates) failed with
+    OverflowError on a file holding a day before year 1 or after 9999, and two bounds on one
+    column, one of them such a day, failed to merge with a TypeError (a Python date against an
+    Arrow one), for every kind."""
+    root = tmp_path / "lake"
+    root.mkdir()
+    days = [-719_163 - 400, -719_163, -719_162, 0, 19_725, 2_932_896, 2_932_897, 2_932_897 + 500, None]
+    micros = [None if day is None else day * 86_400_000_000 for day in days]
+    rows = {"id": list(range(len(days))), "d": pa.array(days, pa.date32())}
+    pq.write_table(pa.table({**rows, "ts": pa.array(micros, pa.timestamp("us", tz="UTC"))}), root / "a.parquet")
+    pq.write_table(
+        pa.table({"id": [100], "d": pa.array([5], pa.date32()), "ts": pa.array([5], pa.timestamp("us", tz="UTC"))}),
+        root / "b.parquet",
+    )
+    options = {"include": ["id"]} if kind == "covering" else {}
+    index = lakeseek.create_index(str(root), ["d", "ts"], kind=kind, engine="local", **options)
+    assert index.explain("d = DATE '0000-12-31'", what_if=["skipping:d"]).what_if
+    for where in [
+        "d < DATE '0001-01-01' AND d <= DATE '1969-12-31'",
+        "d > DATE '9999-12-31' AND d >= DATE '2000-01-01'",
+        "d < DATE '0001-01-01' AND d < DATE '0000-06-01'",
+        "d BETWEEN DATE '9999-12-31' AND DATE '+10002-01-01' AND d > DATE '9999-12-31'",
+        "ts < TIMESTAMP '0001-01-01 00:00:00' AND ts <= TIMESTAMP '2000-01-01 00:00:00'",
+        "ts > TIMESTAMP '9999-12-31 23:59:59.999999' AND ts >= TIMESTAMP '2000-01-01 00:00:00'",
+        "d IN (DATE '0000-12-31', DATE '+10000-01-01')",
+    ]:
+        expected = sorted(index.scan(where, columns=["id"]).column("id").to_pylist())
+        assert sorted(index.read(where, columns=["id"]).column("id").to_pylist()) == expected, where
+        assert expected, where  # each predicate matches a row

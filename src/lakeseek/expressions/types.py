@@ -211,6 +211,17 @@ def epoch_micros(value: TimestampValue) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+def ordered(value: object) -> object:
+    """A literal's value as one that orders with every other value of its type: a date or a
+    timestamp as its integer (one beyond Python's years is an Arrow scalar, which a Python
+    date does not compare with)."""
+    if isinstance(value, dt.datetime | pa.TimestampScalar):
+        return epoch_micros(value)
+    if isinstance(value, dt.date | pa.Date32Scalar):
+        return epoch_days(value)
+    return value
+
+
 def date_text(days: int) -> str:
     """A day number as Spark writes a date: ``yyyy-mm-dd``, the year signed beyond 0..9999."""
     year, month, day = civil_from_days(days)

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from lakeseek.exceptions import DataFileChangedError, DataFileError, LakeMetadataError
+from lakeseek.exceptions import DataFileChangedError, DataFileError, IncompatibleSchemaError, LakeMetadataError
 from lakeseek.io import Stamp
 from lakeseek.lake.datetimes import RebasedDataset
 from lakeseek.lake.formats import DataFile
@@ -371,6 +371,12 @@ def reading_data_files(
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         # Every path was listed, so one not found vanished after the listing (and may be back).
         vanished = isinstance(error, FileNotFoundError)
+        if culprit is None and reason.startswith("Casting from"):  # a value the lake's type lacks
+            named = f"data file {source.shown(paths[0])}" if len(paths) == 1 else f"one of {len(paths):,} data files"
+            raise IncompatibleSchemaError(
+                f"{named} holds a value the lake's type of its column cannot hold ({reason}); "
+                "the lake's files disagree on the column's type"
+            ) from error
         if culprit is None and (vanished or any(sign in reason for sign in _PARQUET_DAMAGE)):
             # Every file reads whole again: one was rewritten in place while the query read it.
             changed = f"a data file changed while it was read ({reason}): run it again"
@@ -379,6 +385,9 @@ def reading_data_files(
             raise
         location = source.shown(culprit)
         if vanished or not source.storage.is_file(source.path(culprit)):
+            if _still_named(source, culprit):  # running again reads the same file list
+                missing = f"data file {location} is missing: the lake names it, its storage lacks it"
+                raise DataFileError(missing) from error
             raise DataFileChangedError(f"data file {location} was removed while it was read: run it again") from error
         if source.path(culprit) in reason:
             reason = reason.split(source.path(culprit), 1)[-1].lstrip("': ") or reason
@@ -443,6 +452,15 @@ def _format_hint(source: LakeSource, file: str) -> str:
         f" Its name says {format_name}: open the lake as {format_name} "
         f"(--source-format {format_name}, source_format={format_name!r})."
     )
+
+
+def _still_named(source: LakeSource, file: str) -> bool:
+    """Whether the lake as it is now still names ``file`` (a table's log that names a file
+    removed from under it); False when that cannot be told."""
+    try:
+        return file in source.snapshot().files
+    except Exception:  # already answering a failure: one the listing meets is not the point
+        return False
 
 
 def _unreadable_file(source: LakeSource, paths: Sequence[str], error: Exception) -> str | None:

@@ -21,7 +21,7 @@ from lakeseek.cost import Cost, Estimate, LakeSize, human_size
 from lakeseek.expressions import And, ColumnComparison, Comparison, Constant, In, IsNull, Like, Not, Or, Predicate
 from lakeseek.expressions.binding import value_type
 from lakeseek.expressions.rounding import domain, float_bounds
-from lakeseek.expressions.types import is_text
+from lakeseek.expressions.types import is_text, ordered
 from lakeseek.kinds.base import LOCATION_SHIFT, Condition, KindReader, Lookup, Pattern, Range, Values
 from lakeseek.lake.state import LakeState
 from lakeseek.planning.plan import Fallback, Plan, PlanCost, Prepared
@@ -326,10 +326,14 @@ def _range_of(comparison: Comparison) -> Range:
 def _narrower(a: Range, b: Range) -> Range:
     """Both ranges at once: the higher low bound and the lower high bound."""
     low, low_inclusive = a.low, a.low_inclusive
-    if b.low is not None and (low is None or b.low > low or (b.low == low and not b.low_inclusive)):
+    if b.low is not None and (
+        low is None or ordered(b.low) > ordered(low) or (ordered(b.low) == ordered(low) and not b.low_inclusive)
+    ):
         low, low_inclusive = b.low, b.low_inclusive
     high, high_inclusive = a.high, a.high_inclusive
-    if b.high is not None and (high is None or b.high < high or (b.high == high and not b.high_inclusive)):
+    if b.high is not None and (
+        high is None or ordered(b.high) < ordered(high) or (ordered(b.high) == ordered(high) and not b.high_inclusive)
+    ):
         high, high_inclusive = b.high, b.high_inclusive
     return Range(a.column, low, high, low_inclusive, high_inclusive)
 

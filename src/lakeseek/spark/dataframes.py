@@ -136,7 +136,9 @@ def covering_frame(index: Index, spark: SparkSession, column: str | None = None)
     indexed column; None: the index's only one), so Spark's Parquet reader skips the row
     groups a filter on it excludes. A carried column the lake widened since indexing (an int
     now a bigint) is cast; one whose type changed otherwise (a number now text) is left out
-    until a refresh."""
+    until a refresh. The row files are checked to be the index's when the frame is made
+    (IndexCorruptError); Spark, which reads them when the frame is queried, checks only their
+    pages' checksums."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DoubleType, FloatType, IntegerType, StructField, StructType
 

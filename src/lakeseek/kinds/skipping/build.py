@@ -94,7 +94,7 @@ def _recorded_sketches(
         row = []
         for column in columns:
             keys, nulls = bounds[column.name]
-            low, high = (keys[0].as_py(), keys[1].as_py()) if len(keys) else (None, None)
+            low, high = (keys[0], keys[1]) if len(keys) else (None, None)
             row.append({"min": low, "max": high, "nulls": nulls, "values": None, "bloom": None})
         file_ids.append(file_id)
         rows.append(row)

@@ -66,11 +66,12 @@ def sketch(keys: pa.Array, config: SkippingConfig) -> tuple[dict, np.ndarray]:
     bloom = None
     if not listed and config.bloom:
         bloom = BloomFilter.build(present).to_bytes()
+    # Arrow scalars and arrays, not Python values: a date beyond Python's years has none.
     row = {
-        "min": bounds["min"].as_py() if len(present) else None,
-        "max": bounds["max"].as_py() if len(present) else None,
+        "min": bounds["min"] if len(present) else None,
+        "max": bounds["max"] if len(present) else None,
         "nulls": keys.null_count > 0,
-        "values": present.to_pylist() if listed else None,
+        "values": present if listed else None,
         "bloom": bloom,
     }
     return row, hashes

@@ -96,7 +96,7 @@ def _combined(chunks: list[pq.ColumnChunkMetaData], rebased: bool) -> ColumnStat
         return ColumnStatistics(None, None, nulls, values, size, dictionary)
     try:
         low, high = min(p.min for p in bounded), max(p.max for p in bounded)
-    except TypeError:  # values of no order Python knows
+    except (TypeError, OverflowError, ValueError):  # of no order Python knows, or beyond its years
         low = high = None
     return ColumnStatistics(low, high, nulls, values, size, dictionary)
 
