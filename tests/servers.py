@@ -95,19 +95,25 @@ def start_moto(directory: Path) -> Server:
 
 
 def start_lakeseek_serve(
-    directory: Path, lakes: dict[str, str], *, token: str | None = None, workers: int = 2
+    directory: Path,
+    lakes: dict[str, str],
+    *,
+    token: str | None = None,
+    workers: int = 2,
+    environment: dict[str, str] | None = None,
 ) -> Server:
-    """``lakeseek serve`` over ``lakes`` (name -> location), answering once its workers are up."""
+    """``lakeseek serve`` over ``lakes`` (name -> location), answering once its workers are up
+    (``environment``: variables its processes get besides this one's)."""
     port = free_port()
     log = directory / "serve.log"
     command = [str(Path(sys.executable).parent / "lakeseek"), "serve", "--port", str(port), "--workers", str(workers)]
     for name, location in lakes.items():
         command += ["--lake", f"{name}={location}"]
-    environment = {key: value for key, value in os.environ.items() if key != "LAKESEEK_TOKEN"}
+    variables = {key: value for key, value in os.environ.items() if key != "LAKESEEK_TOKEN"} | (environment or {})
     if token is not None:
-        environment["LAKESEEK_TOKEN"] = token
+        variables["LAKESEEK_TOKEN"] = token
     with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=variables)
     server = Server("lakeseek", process, port, log)
     deadline = time.monotonic() + 60
     while True:

@@ -190,3 +190,25 @@ def test_days_beyond_pythons_years_are_indexed_and_two_bounds_on_them_merge(tmp_
         expected = sorted(index.scan(where, columns=["id"]).column("id").to_pylist())
         assert sorted(index.read(where, columns=["id"]).column("id").to_pylist()) == expected, where
         assert expected, where  # each predicate matches a row
+
+
+def test_a_file_pyarrow_cannot_decode_is_a_data_file_error_naming_it(tmp_path):
+    """A dictionary column written DELTA_BYTE_ARRAY-encoded, which Spark and DuckDB read and
+    pyarrow's reader does not ("Not yet implemented: DecodeArrow ..."), raised pyarrow's OSError
+    naming no file (found by a types hunt)."""
+    root = tmp_path / "lake"
+    root.mkdir()
+    words = pa.array(["a", "b", "a"]).dictionary_encode()
+    pq.write_table(
+        pa.table({"id": [1, 2, 3], "s": words}),
+        root / "a.parquet",
+        use_dictionary=False,
+        column_encoding={"s": "DELTA_BYTE_ARRAY"},
+    )
+    pq.write_table(pa.table({"id": [4], "s": ["c"]}), root / "b.parquet")
+    with pytest.raises(lakeseek.DataFileError, match=r"a\.parquet .*Not yet implemented"):
+        lakeseek.create_index(str(root), ["s"], name="by_s", engine="local")
+    index = lakeseek.create_index(str(root), ["id"], engine="local")
+    with pytest.raises(lakeseek.DataFileError, match=r"a\.parquet"):
+        index.read("id = 1")
+    assert index.read("id = 4").to_pydict() == {"id": [4], "s": ["c"]}

@@ -246,3 +246,16 @@ def test_an_object_whose_key_is_no_path_is_a_one_line_error(s3_server, tmp_path,
     settings = [arg for name, value in bucket.options.items() for arg in ("--storage-option", f"{name}={value}")]
     failed = CliRunner().invoke(main, ["query", lake, "--where", "id = 3", *settings])
     assert failed.exit_code == 1 and failed.stderr.count("\n") == 1 and "rename or remove it" in failed.stderr
+
+
+def test_a_missing_bucket_is_named_in_one_line(bucket):
+    """The store's XML error body follows its status in the client's message: the one line cut
+    it at "404 Not Found: <?xml ...?>", so the code saying what was wrong never showed (found by
+    a hunt on moto and Azurite)."""
+    from lakeseek.cli.output import one_line
+
+    missing = bucket.uri.replace(bucket.name, f"{bucket.name}-missing") + "/lake"
+    with pytest.raises(Exception) as raised:
+        lakeseek.open_index(missing, storage_options=bucket.options).files("id = 1")
+    line = one_line(raised.value)
+    assert "<?xml" not in line and ("NoSuchBucket" in line or "ContainerNotFound" in line), line

@@ -361,6 +361,9 @@ def test_too_large_batches_and_the_token(server, lakes):
     assert status == 413 and "more than one locate takes" in json.loads(body)["error"]
     status, _, body = call(server, "GET", "/v1/lakes/events/rows", params={"where": "id > 0", "limit": 10**9})
     assert status == 413
+    where = "id IN (" + ", ".join(str(n) for n in range(200_000)) + ")"  # planned in about 30 s (found by a hunt)
+    status, _, body = call(server, "POST", "/v1/lakes/events/files", body={"where": where})
+    assert status == 413 and "/locate" in json.loads(body)["error"]
     for token in (None, "wrong"):
         status, headers, body = call(server, "GET", "/v1/lakes/events/files", params={"where": "id = 1"}, token=token)
         assert status == 401 and "Bearer" in json.loads(body)["error"]
@@ -393,6 +396,29 @@ def test_a_long_predicate_does_not_hold_up_other_requests(lakes, tmp_path):
         served.stop()
     # Answered long before the long request (which takes seconds), not right after it.
     assert finished["long"] - finished["healthz"] > 1.0, finished
+
+
+def test_workers_slow_to_start_are_waited_for(lakes, tmp_path):
+    """Found by a hunt under load: a worker that took over 5 s to import answered uvicorn's
+    health check too late, was killed and started again, for ever, and nothing was served. Here
+    every worker starts 12 s late (a sitecustomize that sleeps in the processes the service
+    starts, which inherit the variable it sets)."""
+    slow = tmp_path / "slow-start"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(
+        "import os, time\n"
+        "if os.environ.get('SLOW_START_PARENT'):\n"
+        "    time.sleep(12)\n"
+        "os.environ['SLOW_START_PARENT'] = '1'\n"
+    )
+    path = os.pathsep.join(filter(None, [str(slow), os.environ.get("PYTHONPATH")]))
+    served = start_lakeseek_serve(
+        tmp_path, {"events": str(lakes["events"])}, token=TOKEN, workers=2, environment={"PYTHONPATH": path}
+    )
+    try:
+        assert call(served.endpoint, "GET", "/v1/lakes/events/files", params={"where": "id = 3"})[0] == 200
+    finally:
+        served.stop()
 
 
 def test_a_storage_failure_is_a_5xx_that_names_it(server, lakes):

@@ -7,6 +7,8 @@ index (a missing lake, a permission problem) stay builtins (``FileNotFoundError`
 
 from __future__ import annotations
 
+import re
+
 # Control characters as Python escapes them: a column name or a literal holding a line break
 # would break a message over lines (the CLI showed the first, cut in the middle of a name), and
 # an ESC in a value shown in a table would steer the terminal. The Unicode line and paragraph
@@ -15,6 +17,23 @@ _BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066,
 CONTROL_ESCAPES = {
     code: repr(chr(code))[1:-1] for code in (*range(32), *range(127, 160), 0x2028, 0x2029, *_BIDI_CONTROLS)
 }
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message in one line: its first line, and where an object store's client put
+    the store's XML error body after it, that body's code and message (a missing bucket said
+    only "404 Not Found: <?xml ...?>"); the client's debug dump that follows is left out."""
+    text = str(error).strip()
+    if not text:
+        return type(error).__name__
+    first = text.splitlines()[0].strip()
+    if "<?xml" in first:
+        first = first[: first.index("<?xml")].rstrip(" :")
+    code = re.search(r"<Code>([^<]*)</Code>", text)
+    if code is not None:
+        said = re.search(r"<Message>([^<]*)</Message>", text)
+        first += f" ({code.group(1)}{': ' + said.group(1) if said is not None else ''})"
+    return first
 
 
 class LakeseekError(Exception):

@@ -14,7 +14,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from lakeseek.exceptions import CONTROL_ESCAPES, IndexCorruptError, IndexLogUnreadableError, LayoutCorruptError
+from lakeseek.exceptions import (
+    CONTROL_ESCAPES,
+    IndexCorruptError,
+    IndexLogUnreadableError,
+    LayoutCorruptError,
+    one_line,
+)
 from lakeseek.index import Index
 from lakeseek.planning import Plan
 from lakeseek.rendering import csv_text, json_lines, python_rows, text
@@ -26,7 +32,7 @@ stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def fail(error: BaseException) -> None:
-    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    message = one_line(error)
     if isinstance(error, FileNotFoundError) and error.filename and str(error.filename) not in message:
         message = f"{message}: {error.filename}"
     # An unreadable log has no root to refresh; a layout's log is not an index's.

@@ -13,6 +13,8 @@ from lakeseek.cli.common import handled
 from lakeseek.cli.output import stderr
 from lakeseek.exceptions import InvalidArgumentError, LakeseekError
 
+WORKER_START_SECONDS = 120  # how long a worker may take to answer its first ping
+
 
 def _lakes(context: click.Context, parameter: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
     found: dict[str, str] = {}
@@ -99,6 +101,10 @@ def serve(
             host=host,
             port=port,
             workers=workers,
+            # A worker answers the supervisor's pings once it has imported lakeseek, which takes
+            # seconds on a loaded machine: past uvicorn's 5 s it was killed and started again,
+            # for ever, and nothing was served.
+            timeout_worker_healthcheck=WORKER_START_SECONDS,
             log_level="warning",
             access_log=False,
         )

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from lakeseek.commits.leases import LEASE_DIR, Leases
 from lakeseek.commits.log import IndexLog
-from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError
+from lakeseek.exceptions import IndexCorruptError, IndexNotFoundError, one_line
 from lakeseek.format.root import Root
 from lakeseek.io import Storage
 from lakeseek.kinds import kind_named
@@ -71,7 +71,7 @@ def unsound_files(storage: Storage, index_dir: str, root: Root) -> list[tuple[st
         except FileNotFoundError:
             return path, f"index file {path} is missing: {REPAIR}"
         except (OSError, pa.ArrowException) as error:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            reason = one_line(error)
             return path, f"index file {path} is damaged ({reason}): {REPAIR}"
         return None
 

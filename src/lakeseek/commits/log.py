@@ -23,6 +23,7 @@ from lakeseek.exceptions import (
     IndexLogUnreadableError,
     IndexNotFoundError,
     LakeseekError,
+    one_line,
 )
 from lakeseek.format.actions import Action
 from lakeseek.format.root import Root
@@ -220,7 +221,7 @@ def create_entry(storage: Storage, path: str, data: bytes, owner: str = "") -> b
     except storage_failures() as error:
         held = _holds(storage, path)
         if held is None:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            reason = one_line(error)
             raise CommitOutcomeUnknownError(
                 f"the commit of log entry {storage.shown(path)} got no answer ({reason}), and whether it was "
                 "made is not known yet: its files are kept; see `lakeseek history`, and run the operation "

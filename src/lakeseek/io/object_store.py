@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from obstore.exceptions import AlreadyExistsError, BaseError, GenericError, InvalidPathError
 
-from lakeseek.exceptions import LakeseekError, UnsupportedLakeError
+from lakeseek.exceptions import LakeseekError, UnsupportedLakeError, one_line
 from lakeseek.io.storage import FileStatus, IOStats, Stamp, Storage, register_failure, visible_files
 
 register_failure(BaseError)  # obstore's: a store that cannot be reached, a denied request
@@ -79,7 +79,7 @@ class ObjectStorage(Storage):
         try:
             yield
         except InvalidPathError as error:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            reason = one_line(error)
             raise UnsupportedLakeError(
                 f"{self.uri(directory)} holds an object whose key is not a valid path (an empty, '.' or '..' "
                 f"segment, or a control character): rename or remove it ({reason})"

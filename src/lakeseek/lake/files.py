@@ -20,7 +20,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from lakeseek.exceptions import DataFileChangedError, DataFileError, IncompatibleSchemaError, LakeMetadataError
+from lakeseek.exceptions import (
+    DataFileChangedError,
+    DataFileError,
+    IncompatibleSchemaError,
+    LakeMetadataError,
+    one_line,
+)
 from lakeseek.io import Stamp
 from lakeseek.lake.datetimes import RebasedDataset
 from lakeseek.lake.formats import DataFile
@@ -368,7 +374,7 @@ def reading_data_files(
         if stamps:
             source.check_unchanged(stamps)  # a file replaced under the read explains any failure
         culprit = _unreadable_file(source, paths, error)
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason = one_line(error)
         # Every path was listed, so one not found vanished after the listing (and may be back).
         vanished = isinstance(error, FileNotFoundError)
         if culprit is None and reason.startswith("Casting from"):  # a value the lake's type lacks
@@ -381,11 +387,14 @@ def reading_data_files(
             # Every file reads whole again: one was rewritten in place while the query read it.
             changed = f"a data file changed while it was read ({reason}): run it again"
             raise DataFileChangedError(changed) from error
+        if culprit is None and isinstance(error, OSError) and len(paths) == 1:
+            culprit = paths[0]  # the one file read (pyarrow cannot decode an encoding of it, say)
         if culprit is None:
             raise
         location = source.shown(culprit)
-        if vanished or not source.storage.is_file(source.path(culprit)):
-            if _still_named(source, culprit):  # running again reads the same file list
+        present = source.storage.is_file(source.path(culprit))
+        if vanished or not present:
+            if not present and _still_named(source, culprit):  # running again reads the same file list
                 missing = f"data file {location} is missing: the lake names it, its storage lacks it"
                 raise DataFileError(missing) from error
             raise DataFileChangedError(f"data file {location} was removed while it was read: run it again") from error

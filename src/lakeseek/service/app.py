@@ -34,6 +34,7 @@ from lakeseek.exceptions import (
     LakeseekError,
     SparkJobError,
     UnsupportedStorageError,
+    one_line,
 )
 from lakeseek.expressions.types import is_bytes
 from lakeseek.index import Index
@@ -48,6 +49,9 @@ ARROW = "application/vnd.apache.arrow.stream"
 CSV = "text/csv"
 JSON_LINES = "application/x-ndjson"
 MAX_BODY = 256 << 20  # bytes of a request body
+# Characters of a predicate: planning takes about 0.1 ms per IN member, so a text this long (an
+# IN list of some 100,000 numbers) takes seconds; key batches go to /locate.
+MAX_WHERE_CHARS = 1 << 20
 
 
 class RequestError(Exception):
@@ -238,6 +242,12 @@ def _where(params: dict) -> str:
         raise RequestError(400, 'a predicate is needed: ?where=... (SQL), or {"where": ...} in a JSON body')
     if not isinstance(where, str):
         raise RequestError(400, "'where' is SQL text")
+    if len(where) > MAX_WHERE_CHARS:
+        raise RequestError(
+            413,
+            f"a predicate of {len(where):,} characters is more than this service plans ({MAX_WHERE_CHARS:,}): "
+            "look many keys up with /locate",
+        )
     return where
 
 
@@ -360,7 +370,7 @@ def error_response(error: BaseException) -> Response:
     if isinstance(error, LakeseekError):
         return _error(400, str(error))
     if isinstance(error, storage_failures()):
-        return _error(503, f"storage error: {error}")
+        return _error(503, f"storage error: {one_line(error)}")
     return _error(500, f"internal error: {type(error).__name__}: {error}")
 
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from lakeseek.engine.runner import Runner
-from lakeseek.exceptions import LakeMetadataError, LakeseekError, UnsupportedLakeError
+from lakeseek.exceptions import LakeMetadataError, LakeseekError, UnsupportedLakeError, one_line
 from lakeseek.format import values
 from lakeseek.io import Stamp, Storage
 from lakeseek.lake.files import distinct_schemas, open_files
@@ -332,6 +332,5 @@ def table_errors(source: NamedTable, *errors: type[BaseException]) -> Iterator[N
     except LakeseekError:
         raise
     except errors as error:
-        text = str(error).strip()
-        detail = text.splitlines()[0] if text else type(error).__name__
+        detail = one_line(error)
         raise LakeMetadataError(f"cannot read the {source.name} table {source.shown_root}: {detail}") from error
