@@ -109,3 +109,31 @@ def test_partition_values_that_retype_the_column_stay_exact(spark, tmp_path_fact
             except UnsupportedColumnError as error:  # p became a DOUBLE: the index stays as it was
                 note(str(error))
         _check(spark, root, [lakeseek.open_index(root), kept])
+
+
+@pytest.mark.parametrize("mode", ["full", "incremental"])
+def test_partition_directories_that_appear_or_go_are_the_lakes_columns_after_a_refresh(spark, tmp_path, mode):
+    """Found by a hunt on the service: a partition directory added to a flat lake (Spark then
+    reads only the partitioned files, with the partition column) kept the index's columns,
+    even through a full refresh: `p = 1` was "unknown column 'p'" for good. A full or an
+    incremental refresh now takes the lake's partition columns as a create would."""
+    root = tmp_path / "lake"
+    root.mkdir()
+    pq.write_table(pa.table({"id": [1, 2], "v": ["a", "b"]}), root / "a.parquet")
+    lakeseek.create_index(str(root), ["id"], engine="local")
+
+    def assert_as_spark(where: str) -> None:
+        expected = spark.read.parquet(str(root)).where(where)
+        answer = lakeseek.open_index(str(root)).read(where)
+        assert answer.column_names == expected.columns
+        rows = sorted(tuple(row) for row in expected.collect())
+        assert sorted(zip(*answer.to_pydict().values(), strict=True)) == rows
+
+    (root / "p=1").mkdir()
+    pq.write_table(pa.table({"id": [7000], "v": ["x"]}), root / "p=1" / "x.parquet")
+    lakeseek.refresh_index(str(root), mode, engine="local")
+    assert_as_spark("p = 1")
+    assert_as_spark("id = 7000")
+    shutil.rmtree(root / "p=1")
+    lakeseek.refresh_index(str(root), mode, engine="local")
+    assert_as_spark("id >= 0")

@@ -210,15 +210,24 @@ class CompactFiles(Action):
 
 @dataclass(frozen=True)
 class SetSchema(Action):
+    """The lake's schema, and its partition columns where they changed (None: as they were)."""
+
     name: ClassVar[str] = "set_schema"
     schema: pa.Schema
     spark_schema: str
+    partition_columns: tuple[str, ...] | None = None
 
     def apply(self, root: Root) -> Root:
-        return dataclasses.replace(root, schema=self.schema, spark_schema=self.spark_schema)
+        partitions = root.partition_columns if self.partition_columns is None else self.partition_columns
+        return dataclasses.replace(
+            root, schema=self.schema, spark_schema=self.spark_schema, partition_columns=partitions
+        )
 
     def describe(self) -> dict:
-        return {"action": self.name, "columns": self.schema.names}
+        described = {"action": self.name, "columns": self.schema.names}
+        if self.partition_columns is not None:
+            described["partition_columns"] = list(self.partition_columns)
+        return described
 
 
 @dataclass(frozen=True)

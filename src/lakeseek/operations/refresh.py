@@ -102,6 +102,11 @@ def _refresh(op: Operation, base: Root, mode: str, runner: LazyRunner) -> Transa
     table_schema = _table_schema(location, base, snapshot, runner)
     if table_schema is None and mode == "incremental":
         return _rebuild(op, base, snapshot, runner)
+    listed = location.source.listed_partition_columns(files)
+    if mode == "incremental" and listed is not None and listed != base.partition_columns:
+        # Partition directories appeared, or went: every file reads with other columns.
+        logger.info("the lake's partition columns are now (%s): the index is rebuilt", ", ".join(listed))
+        return _rebuild(op, base, snapshot, runner)
     version = [] if table_schema is None else [SetSourceVersion(snapshot.version), *table_schema]
     partition_schema: list[Action] = []
     if base.partition_columns and snapshot.schema is None:
@@ -187,30 +192,33 @@ def _same_schema(base: Root, schema: pa.Schema, spark_schema: str) -> bool:
     return schema.equals(base.schema, check_metadata=True) and spark_schema == base.spark_schema
 
 
-def _schema_of_files(location: Location, base: Root, snapshot: Snapshot, runner: LazyRunner) -> tuple[pa.Schema, str]:
-    """The lake's schema from its files now, as a create takes it (a lake without a schema of
-    its own: columns, and wider types, that only removed files held go), where its partition
-    columns are the index's; else the recorded schema with every file's merged in."""
+def _schema_of_files(
+    location: Location, base: Root, snapshot: Snapshot, runner: LazyRunner
+) -> tuple[pa.Schema, str, tuple[str, ...]]:
+    """The lake's schema and partition columns from its files now, as a create takes them (a
+    lake without a schema of its own: columns, and wider types, that only removed files held
+    go; partition directories that appeared, or went, as Spark would read them); else the
+    recorded schema with every file's merged in, and the index's partition columns."""
     if snapshot.schema is None and snapshot.files:
         discovered = location.source.discover(snapshot.files, runner)
-        if tuple(discovered.partition_columns) == tuple(base.partition_columns):
-            return discovered.schema, discovered.spark_schema
-    return schema_now(location, base, snapshot, list(snapshot.files), runner)
+        return discovered.schema, discovered.spark_schema, tuple(discovered.partition_columns)
+    return (*schema_now(location, base, snapshot, list(snapshot.files), runner), base.partition_columns)
 
 
 def _rebuild(op: Operation, base: Root, snapshot: Snapshot, runner: LazyRunner) -> Transaction:
     location = op.location
     files = snapshot.files
-    schema, spark_schema = _schema_of_files(location, base, snapshot, runner)
-    columns = indexable(base, schema, base.partition_columns)
+    schema, spark_schema, partition_columns = _schema_of_files(location, base, snapshot, runner)
+    columns = indexable(base, schema, partition_columns)
     lineage = numbered(files, first_id=0)
     kind = kind_named(base.kind)
-    job = op.job(schema, base.partition_columns, runner)
+    job = op.job(schema, partition_columns, runner)
     content = kind.build(job, kind.config_for(kind.config_of(base.content), schema), columns, lineage)
+    changed_partitions = None if partition_columns == base.partition_columns else partition_columns
     actions = (
         SetContent(content),
         ReplaceFiles(op.lineage_part(lineage, 0)),
-        SetSchema(schema, spark_schema),
+        SetSchema(schema, spark_schema, changed_partitions),
         SetSourceVersion(snapshot.version),
     )
     return Transaction("refresh full", actions, (StateIs(ACTIVE), ColumnsAre(frozenset(base.columns))))

@@ -237,6 +237,11 @@ class LakeSource(ABC):
         are its files' columns by name has nothing to check."""
         return None
 
+    def listed_partition_columns(self, files: Iterable[str]) -> tuple[str, ...] | None:
+        """The partition columns the paths of ``files`` name, where the lake's directories make
+        them; None where they do not (a table format's metadata names its own)."""
+        return None
+
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The lake's schema when an index of ``files`` is created: by default every file's
         schema merged (:mod:`lakeseek.lake.schemas`), without partition columns."""

@@ -123,15 +123,19 @@ class DirectorySource(LakeSource):
                 )
         return None
 
+    def listed_partition_columns(self, files: Iterable[str]) -> tuple[str, ...]:
+        # A partitioned file's directories name the partition columns, whichever file comes first.
+        first = next((path for path in files if _in_partition(path)), "")
+        keys = [unescape_path_name(part.split("=", 1)[0]) for part in first.split("/")[:-1] if "=" in part]
+        return tuple(dict.fromkeys(keys))
+
     def discover(self, files: Mapping[str, Stamp], runner: Callable[[], Runner]) -> LakeSchema:
         """The schema ``spark.read.option("mergeSchema", "true").parquet`` gives the lake, without
         Spark: the first file's columns, every other file's merged in (:mod:`lakeseek.lake.schemas`),
         then the partition columns of its directories, typed as Spark infers them from every file's.
         A text file's columns are typed as its format infers them from all of its rows."""
-        # A partitioned file's directories name the partition columns, whichever file comes first.
         first = next((path for path in files if _in_partition(path)), next(iter(files)))
-        keys = [unescape_path_name(part.split("=", 1)[0]) for part in first.split("/")[:-1] if "=" in part]
-        partition_columns = tuple(dict.fromkeys(keys))
+        partition_columns = self.listed_partition_columns(files)
         with reading_data_files(self, [first]):  # a damaged first file, named
             physical = file_schema(self, first, files[first].size)
         folded = {name.lower() for name in partition_columns}
