@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakeseek.exceptions import IndexCorruptError, LakeseekError, UnsupportedColumnError
+from lakeseek.exceptions import IndexCorruptError, LakeseekError, UnsupportedColumnError, one_line
 from lakeseek.format.footers import footer_crc32, stamped_parquet_bytes
 from lakeseek.format.lineage import Lineage
 from lakeseek.format.values import keys_of
@@ -100,7 +100,7 @@ def read_row_file(storage: Storage, index_dir: str, row_file: RowFile, columns: 
     except FileNotFoundError as error:
         raise IndexCorruptError(f"the covering index file {path} is missing") from error
     except (OSError, pa.ArrowException) as error:
-        raise IndexCorruptError(f"the covering index file {path} is damaged ({error})") from error
+        raise IndexCorruptError(f"the covering index file {path} is damaged ({one_line(error)})") from error
 
 
 def write_segment(

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakeseek.cost import Cost, Estimate, LakeSize
-from lakeseek.exceptions import IndexCorruptError
+from lakeseek.exceptions import IndexCorruptError, one_line
 from lakeseek.expressions.binding import value_type
 from lakeseek.expressions.like import like, like_prefix, prefix_successor
 from lakeseek.format.footers import check_stamp, is_stamped, read_checked_footer
@@ -149,7 +149,7 @@ class CoveringReader(KindReader):
             )
             table = reader.read_row_groups(groups, columns=wanted, use_threads=False)
         except (OSError, pa.ArrowException) as error:
-            raise IndexCorruptError(f"the covering index file {path} is damaged ({error})") from error
+            raise IndexCorruptError(f"the covering index file {path} is damaged ({one_line(error)})") from error
         return table.filter(test.mask(table.column(ROW_KEY)))
 
     def _bytes(self, path: str, offset: int, length: int) -> bytes:
@@ -176,7 +176,7 @@ class CoveringReader(KindReader):
             )
             keys = footer.schema.to_arrow_schema().field(ROW_KEY).type
         except (OSError, KeyError, pa.ArrowException) as error:
-            raise IndexCorruptError(f"the covering index file {path} is damaged ({error})") from error
+            raise IndexCorruptError(f"the covering index file {path} is damaged ({one_line(error)})") from error
         # A whole row file of another column (or index) in its place reads, but is not this one.
         if footer.num_rows != row_file.rows or not keys.equals(key_type) or not is_stamped(footer):
             raise IndexCorruptError(f"the covering index file {path} does not match the root")

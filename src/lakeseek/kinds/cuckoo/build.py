@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakeseek.exceptions import IndexCorruptError
+from lakeseek.exceptions import IndexCorruptError, one_line
 from lakeseek.format.hashing import distinct_estimate, hash64, smallest_hashes
 from lakeseek.format.lineage import Lineage
 from lakeseek.io import Stamp, Storage
@@ -131,7 +131,7 @@ def read_directory(storage: Storage, index_dir: str, segment: FilterSegment) -> 
     except FileNotFoundError as error:
         raise IndexCorruptError(f"the cuckoo directory file {path} is missing") from error
     except (OSError, ValueError, pa.ArrowException) as error:
-        raise IndexCorruptError(f"the cuckoo directory file {path} is damaged ({error})") from error
+        raise IndexCorruptError(f"the cuckoo directory file {path} is damaged ({one_line(error)})") from error
     found = {name: table.column(name).to_numpy() for name in DIRECTORY_SCHEMA.names}
     if len(found[FILE_ID]) != segment.files or int(found[SLOTS].sum()) != segment.slots:
         raise IndexCorruptError(f"the cuckoo directory file {path} does not match the root's segment")

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakeseek.exceptions import IndexCorruptError
+from lakeseek.exceptions import IndexCorruptError, one_line
 from lakeseek.format.hashing import mix64
 from lakeseek.kinds.cuckoo.content import FilterSegment
 
@@ -227,7 +227,7 @@ def read_all_buckets(data: bytes, segment: FilterSegment, where: str) -> np.ndar
     try:
         table = pq.read_table(io.BytesIO(data))
     except (OSError, pa.ArrowException) as error:
-        raise IndexCorruptError(f"the cuckoo bucket file {where} is damaged ({error})") from error
+        raise IndexCorruptError(f"the cuckoo bucket file {where} is damaged ({one_line(error)})") from error
     if table.num_rows != buckets:
         raise IndexCorruptError(f"the cuckoo bucket file {where} has {table.num_rows} buckets, not {buckets}")
     raw = table.column(FINGERPRINTS).combine_chunks()

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakeseek.exceptions import IndexCorruptError
+from lakeseek.exceptions import IndexCorruptError, one_line
 from lakeseek.format.bloom import BloomFilter, keys_held
 from lakeseek.format.footers import parquet_bytes, read_checked_footer
 from lakeseek.format.hashing import hash64
@@ -181,4 +181,4 @@ def read_segment(storage: Storage, path: str, segment: SketchSegment, columns: l
     except IndexCorruptError:
         raise
     except (OSError, ValueError, KeyError, pa.ArrowException) as error:
-        raise IndexCorruptError(f"sketch file {path} is missing or damaged ({error})") from error
+        raise IndexCorruptError(f"sketch file {path} is missing or damaged ({one_line(error)})") from error

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakeseek.exceptions import IndexCorruptError
+from lakeseek.exceptions import IndexCorruptError, one_line
 from lakeseek.format import values
 from lakeseek.format.bloom import BloomFilter
 from lakeseek.format.footers import FileStamp, check_stamp, footer_crc32, is_stamped
@@ -359,7 +359,7 @@ def _decoded_chunk(path: str, footer: IndexFileFooter, chunk: int, span: tuple[i
         parquet = pq.ParquetFile(pa.BufferReader(buffer), metadata=footer.metadata, page_checksum_verification=True)
         return parquet.read_row_group(chunk, columns=footer.metadata.schema.names[:-1])
     except (pa.ArrowException, OSError) as error:
-        raise IndexCorruptError(f"index file {path} is corrupt: {error}") from error
+        raise IndexCorruptError(f"index file {path} is corrupt: {one_line(error)}") from error
 
 
 def read_entries(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.DataType) -> pa.Table:
@@ -373,6 +373,6 @@ def read_entries(storage: Storage, path: str, info: IndexFileInfo, key_type: pa.
     try:
         table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
     except (pa.ArrowException, OSError) as error:
-        raise IndexCorruptError(f"index file {path} is corrupt: {error}") from error
+        raise IndexCorruptError(f"index file {path} is corrupt: {one_line(error)}") from error
     schema = entry_schema(key_type, ROW_GROUP in table.column_names)
     return table.select(schema.names).cast(schema)
