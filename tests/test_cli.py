@@ -379,6 +379,21 @@ def test_control_characters_in_a_table_are_shown_escaped(tmp_path):
     assert json.loads(as_json.stdout)["s\x1b"] == value
 
 
+def test_a_lake_path_holding_control_characters_is_printed_escaped(tmp_path):
+    """create and status printed the lake's path raw: an ESC in it steered the terminal (found
+    by a review hunt). Every line the command line prints escapes them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    lake = tmp_path / "lake\x1b[31m\u202e"
+    lake.mkdir()
+    pq.write_table(pa.table({"id": [1]}), lake / "part.parquet")
+    for args in (["create", str(lake), "--columns", "id", "--engine", "local"], ["status", str(lake)]):
+        result = _run(*args)
+        assert result.exit_code == 0 and "lake\\x1b[31m\\u202e" in result.stdout, result.stdout
+        assert not any(character in result.stdout for character in "\x1b\u202e"), result.stdout
+
+
 def test_files_prints_a_path_holding_a_line_break_escaped_or_nul_ended(tmp_path):
     """A file name holding a line break split its path over two lines of `files`, which prints
     one path per line; ESC in it steered the terminal. --null prints paths as they are."""

@@ -25,7 +25,18 @@ from lakeseek.index import Index
 from lakeseek.planning import Plan
 from lakeseek.rendering import csv_text, json_lines, python_rows, text
 
-stdout = Console(highlight=False, soft_wrap=True)
+
+class _EscapingConsole(Console):
+    """A console that shows control characters in the text it is given escaped (a lake's path
+    holding ESC steered the terminal `create` and `status` printed it to); tables escape their
+    cells themselves."""
+
+    def print(self, *objects, **options) -> None:
+        shown = (part.translate(CONTROL_ESCAPES) if isinstance(part, str) else part for part in objects)
+        super().print(*shown, **options)
+
+
+stdout = _EscapingConsole(highlight=False, soft_wrap=True)
 # Rich cuts a table's values to 80 columns off a terminal; a pipe or a file has no width.
 WIDTH_OFF_TERMINAL = 1 << 16
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
