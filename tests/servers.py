@@ -242,3 +242,71 @@ def start_spark_cluster(directory: Path, cores: int = 2, memory: str = "2g") -> 
         master.stop()
         raise
     return SparkCluster(master, worker)
+
+
+class ThrottlingProxy:
+    """An HTTP proxy on loopback before an S3 server that answers the first ``refusals`` GETs
+    of each ``.parquet`` key with S3's 503 SlowDown, as a throttling store does, and forwards
+    the rest."""
+
+    def __init__(self, upstream_port: int, refusals: int) -> None:
+        import http.client
+        import http.server
+        import threading
+
+        counts = {"throttled": 0}
+        per_key: dict[str, int] = {}
+        lock = threading.Lock()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                return
+
+            def _forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.command == "GET" and self.path.split("?")[0].endswith(".parquet"):
+                    key = self.path.split("?")[0]
+                    with lock:
+                        per_key[key] = per_key.get(key, 0) + 1
+                        throttle = per_key[key] <= refusals
+                        counts["throttled"] += throttle
+                    if throttle:
+                        slow = b"<Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>"
+                        self.send_response(503)
+                        self.send_header("Content-Type", "application/xml")
+                        self.send_header("Content-Length", str(len(slow)))
+                        self.end_headers()
+                        self.wfile.write(slow)
+                        return
+                upstream = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=30)
+                upstream.request(self.command, self.path, body=body or None, headers=dict(self.headers))
+                answer = upstream.getresponse()
+                data = answer.read()
+                self.send_response(answer.status, answer.reason)
+                kept = (
+                    ("transfer-encoding", "connection")
+                    if self.command == "HEAD"
+                    else ("transfer-encoding", "connection", "content-length")
+                )
+                for name, value in answer.getheaders():
+                    if name.lower() not in kept:
+                        self.send_header(name, value)
+                if self.command != "HEAD":
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                upstream.close()
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+        self.counts = counts
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -259,3 +259,26 @@ def test_a_missing_bucket_is_named_in_one_line(bucket):
         lakeseek.open_index(missing, storage_options=bucket.options).files("id = 1")
     line = one_line(raised.value)
     assert "<?xml" not in line and ("NoSuchBucket" in line or "ContainerNotFound" in line), line
+
+
+def test_data_files_read_through_a_throttling_store_are_read_again(s3_server, tmp_path):
+    """A store that throttles (503 SlowDown) the first 4 reads of each data file: pyarrow's
+    client tried 3 times, and a query failed with "cannot read data file ... (not Parquet, or
+    damaged): AWS Error SLOW_DOWN" (found by a hunt with a throttling proxy before moto)."""
+    from tests.servers import ThrottlingProxy
+
+    bucket = Bucket(s3_server, f"b{uuid.uuid4().hex[:12]}")
+    make_typed_lake(str(tmp_path / "lake"))
+    uri = bucket.upload(str(tmp_path / "lake"), "lake")
+    lakeseek.create_index(uri, ["id"], engine="local", storage_options=bucket.options)
+    proxy = ThrottlingProxy(s3_server.port, refusals=4)
+    try:
+        options = {**bucket.options, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{proxy.port}"}
+        clear_cache()
+        index = lakeseek.open_index(uri, storage_options=options)
+        rows = all_rows(str(tmp_path / "lake"))
+        for tree in TREES[:2]:
+            assert ids(index.read(to_sql(tree))) == ids(matching(rows, tree)), tree
+        assert proxy.counts["throttled"] > 0
+    finally:
+        proxy.stop()

@@ -18,6 +18,8 @@ from obstore.store import S3Store
 
 from lakeseek.io.object_store import ObjectStorage, cached_storage, is_true, settings, store_path
 
+S3_READ_ATTEMPTS = 10  # obstore's default retries
+
 KEYS = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
@@ -61,5 +63,8 @@ def _storage(scheme: str, bucket: str, found: dict[str, str]) -> ObjectStorage:
         region=region,
         endpoint_override=server.netloc if server else None,
         scheme=server.scheme if server else "https",
+        # As many tries as obstore makes for the index's reads: pyarrow's 3 failed queries on
+        # data files when S3 throttled a third of the reads (503 SlowDown).
+        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=S3_READ_ATTEMPTS),
     )
     return ObjectStorage(scheme, bucket, store, fs, {**config, "allow_http": str(allow_http).lower()})
