@@ -234,9 +234,7 @@ def _holds(storage: Storage, path: str) -> bytes | None:
     """What the log entry at ``path`` holds now; None when nothing (or it cannot be read)."""
     try:
         return storage.read(path)
-    except (FileNotFoundError, IsADirectoryError):
-        return None
-    except storage_failures():
+    except storage_failures():  # not found, a directory, or unreadable (OSError covers the first two)
         return None
 
 
